@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# Build the project's Go tools (Kubernetes control plane + kubectl, etcd, kwok/kwokctl, helm, optionally kind) from
+# Go modules into a cache outside the repository, keyed by the pinned versions in hack/versions.env.
+#
+# Why a script and not `go install`: k8s.io/kubernetes replaces every staging module with a local path, and
+# etcd's server module does the same, so `go install pkg@version` refuses both. Each is built from a small
+# throw-away tools module that requires it and pins the replaced modules to their published versions.
+#
+# Usage:
+#   hack/tools.sh build [kind]   build what is missing (idempotent; seconds when the cache is warm)
+#   hack/tools.sh bindir         print the bin directory of the current cache key
+#   hack/tools.sh key            print the cache key
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=versions.env
+source "${ROOT}/hack/versions.env"
+
+export GOTOOLCHAIN=local
+export CGO_ENABLED=0
+export GOFLAGS="-mod=mod"
+
+cache_root="${XDG_CACHE_HOME:-${HOME}/.cache}/webserver-operator/tools"
+
+tools_key() {
+  # The key covers every pinned version, the recipe revision and the Go toolchain that builds them.
+  {
+    grep -E '^[A-Z_]+=' "${ROOT}/hack/versions.env"
+    go env GOVERSION GOOS GOARCH
+  } | sha256sum | cut -c1-12
+}
+
+KEY="$(tools_key)"
+BASE="${cache_root}/${KEY}"
+BIN="${BASE}/bin"
+STAMPS="${BASE}/stamps"
+SRC="${BASE}/src"
+LOGS="${BASE}/logs"
+
+log() { printf '[tools %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+die() {
+  log "ERROR: $*"
+  exit 1
+}
+
+# run_logged NAME CMD... : run a build step with its output in a log file; on failure show the log's tail.
+run_logged() {
+  local name="$1"
+  shift
+  local logfile="${LOGS}/${name}.log"
+  local start=${SECONDS}
+  if ! "$@" >"${logfile}" 2>&1; then
+    tail -n 40 "${logfile}" >&2
+    die "${name} failed after $((SECONDS - start))s; full log: ${logfile}"
+  fi
+  log "${name}: done in $((SECONDS - start))s"
+}
+
+ensure_dirs() { mkdir -p "${BIN}" "${STAMPS}" "${SRC}" "${LOGS}"; }
+
+have() { [[ -f "${STAMPS}/$1" ]]; }
+
+mark() { printf '%s\n' "$2" >"${STAMPS}/$1"; }
+
+new_module() {
+  # new_module DIR NAME: an empty module with its own go.mod, the Go version of the local toolchain.
+  rm -rf "$1"
+  mkdir -p "$1"
+  (cd "$1" && go mod init "$2" >/dev/null 2>&1)
+}
+
+k8s_ldflags() {
+  local v="${KUBERNETES_VERSION}" major minor
+  major="$(echo "${v#v}" | cut -d. -f1)"
+  minor="$(echo "${v#v}" | cut -d. -f2)"
+  local date
+  date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  local flags="-s -w"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    flags+=" -X ${pkg}.gitVersion=${v} -X ${pkg}.gitMajor=${major} -X ${pkg}.gitMinor=${minor}"
+    flags+=" -X ${pkg}.gitTreeState=clean -X ${pkg}.buildDate=${date}"
+  done
+  printf '%s' "${flags}"
+}
+
+build_kubernetes() {
+  have kubernetes && return 0
+  local dir="${SRC}/kubernetes"
+  log "kubernetes ${KUBERNETES_VERSION}: preparing tools module (staging modules -> ${KUBERNETES_STAGING_VERSION})"
+  new_module "${dir}" webserver-operator.local/tools/kubernetes
+  (
+    cd "${dir}"
+    go mod edit -require "k8s.io/kubernetes@${KUBERNETES_VERSION}"
+    local gomod
+    gomod="$(go mod download -json "k8s.io/kubernetes@${KUBERNETES_VERSION}" |
+      python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')"
+    # Every replace in k8s.io/kubernetes' go.mod must be a staging module (./staging/src/...); anything else
+    # would silently be lost in a dependent module, so it stops the build instead.
+    python3 - "${gomod}" "${KUBERNETES_STAGING_VERSION}" >replaces.txt <<'PY'
+import json, subprocess, sys
+gomod, staging_version = sys.argv[1], sys.argv[2]
+data = json.loads(subprocess.check_output(["go", "mod", "edit", "-json", gomod]))
+bad = []
+for rep in data.get("Replace") or []:
+    old, new = rep["Old"]["Path"], rep["New"]["Path"]
+    if new.startswith("./staging/src/"):
+        print(f"{old}={old}@{staging_version}")
+    else:
+        bad.append(f"{old} => {new} {rep['New'].get('Version', '')}")
+if bad:
+    sys.exit("k8s.io/kubernetes has non-staging replace directives, mirror them in hack/tools.sh: " + "; ".join(bad))
+PY
+    local n=0
+    while IFS= read -r rep; do
+      go mod edit -replace "${rep}"
+      n=$((n + 1))
+    done <replaces.txt
+    log "kubernetes: ${n} staging modules pinned"
+  )
+  local cmds=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+  local pkgs=()
+  for c in "${cmds[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/${c}"); done
+  log "kubernetes: go build ${cmds[*]} (one build; cold on 2 cores this is the long pole, ~20-40 min)"
+  (cd "${dir}" && run_logged kubernetes-build go build -trimpath -ldflags "$(k8s_ldflags)" -o "${BIN}/" "${pkgs[@]}")
+  mark kubernetes "${KUBERNETES_VERSION}"
+}
+
+build_etcd() {
+  have etcd && return 0
+  local dir="${SRC}/etcd"
+  log "etcd ${ETCD_VERSION}: building from a tools module (server/v3 has replace directives)"
+  new_module "${dir}" webserver-operator.local/tools/etcd
+  mkdir -p "${dir}/cmd/etcd" "${dir}/cmd/etcdctl"
+  cat >"${dir}/cmd/etcd/main.go" <<'GO'
+// Command etcd is etcd's own server main, built as a dependency because go.etcd.io/etcd/server/v3 cannot be
+// go-installed (its go.mod has replace directives).
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+GO
+  cat >"${dir}/cmd/etcdctl/main.go" <<'GO'
+// Command etcdctl is etcd's client CLI, used for debugging the local cluster's store.
+package main
+
+import (
+	"go.etcd.io/etcd/etcdctl/v3/ctlv3"
+)
+
+func main() { _ = ctlv3.Start() }
+GO
+  (
+    cd "${dir}"
+    go mod edit -require "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" -require "go.etcd.io/etcd/etcdctl/v3@${ETCD_VERSION}"
+    run_logged etcd-build go build -trimpath -ldflags "-s -w" -o "${BIN}/" ./cmd/etcd ./cmd/etcdctl
+  )
+  mark etcd "${ETCD_VERSION}"
+}
+
+build_kwok() {
+  have kwok && return 0
+  log "kwok ${KWOK_VERSION}: go install kwok + kwokctl"
+  # kwok's consts carry versions without the leading "v" (it prefixes one itself where it needs it).
+  local flags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v}"
+  flags+=" -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${KUBERNETES_VERSION#v}"
+  GOFLAGS="" GOBIN="${BIN}" run_logged kwok-build go install -trimpath -ldflags "${flags}" \
+    "sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION}" "sigs.k8s.io/kwok/cmd/kwokctl@${KWOK_VERSION}"
+  mark kwok "${KWOK_VERSION}"
+}
+
+build_helm() {
+  have helm && return 0
+  # helm v4 derives the Kubernetes version it assumes offline (lint, template) from the k8s.io/client-go version
+  # recorded in its build info (client-go v0.36.x -> Kubernetes 1.36), which `go install` keeps; helm v3's
+  # k8sVersion ldflags variables no longer exist. Only helm's own version needs stamping.
+  log "helm ${HELM_VERSION}: go install"
+  local flags="-s -w -X helm.sh/helm/v4/internal/version.version=${HELM_VERSION}"
+  flags+=" -X helm.sh/helm/v4/internal/version.gitTreeState=clean -X helm.sh/helm/v4/internal/version.metadata="
+  GOFLAGS="" GOBIN="${BIN}" run_logged helm-build go install -trimpath -ldflags "${flags}" \
+    "helm.sh/helm/v4/cmd/helm@${HELM_VERSION}"
+  mark helm "${HELM_VERSION}"
+}
+
+build_kind() {
+  have kind && return 0
+  log "kind ${KIND_VERSION}: go install"
+  GOFLAGS="" GOBIN="${BIN}" run_logged kind-build go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kind@${KIND_VERSION}"
+  mark kind "${KIND_VERSION}"
+}
+
+cmd_build() {
+  command -v go >/dev/null || die "go is not on PATH: install Go >= 1.26 (the Kubernetes ${KUBERNETES_VERSION} modules declare it)"
+  ensure_dirs
+  local start=${SECONDS}
+  log "cache ${BASE}"
+  # Small tools first: they are quick and let cluster scripts fail fast on a broken proxy.
+  build_kwok
+  build_helm
+  build_etcd
+  build_kubernetes
+  if [[ "${1:-}" == "kind" ]]; then build_kind; fi
+  log "all tools ready in $((SECONDS - start))s: ${BIN}"
+}
+
+case "${1:-build}" in
+build) cmd_build "${2:-}" ;;
+bindir) printf '%s\n' "${BIN}" ;;
+key) printf '%s\n' "${KEY}" ;;
+*) die "unknown command '${1}': use build [kind], bindir or key" ;;
+esac

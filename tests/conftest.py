@@ -1,0 +1,67 @@
+"""Pytest plumbing shared by every suite: markers by folder, the session cluster and per-test namespaces.
+
+The cluster is only started when a collected test needs it, so `make test-unit` never touches one. Tests under
+tests/integration are marked ``integration`` and tests under tests/e2e ``e2e`` automatically; ``kind`` tests are
+skipped with the reason when no Docker engine answers.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.cluster import Cluster, ClusterUnavailableError, docker_engine_available, provide_cluster
+from tests.support.cluster import release_cluster as _release
+
+_HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    docker_ok: bool | None = None
+    for item in items:
+        path = Path(str(item.fspath))
+        if _HERE / "integration" in path.parents:
+            item.add_marker(pytest.mark.integration)
+        if _HERE / "e2e" in path.parents:
+            item.add_marker(pytest.mark.e2e)
+        if item.get_closest_marker("kind") is not None:
+            if docker_ok is None:
+                docker_ok = docker_engine_available()
+            if not docker_ok:
+                item.add_marker(
+                    pytest.mark.skip(reason="kind test: needs kind and a working Docker engine (`docker info` fails)")
+                )
+            elif os.environ.get("CLUSTER", "local") != "kind":
+                item.add_marker(pytest.mark.skip(reason="kind test: run with CLUSTER=kind (make e2e-kind)"))
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Cluster]:
+    """The cluster every integration and e2e test runs against (see tests/support/cluster.py for backends)."""
+    backend = os.environ.get("CLUSTER", "local")
+    try:
+        provided = provide_cluster(backend)
+    except ClusterUnavailableError as err:
+        pytest.fail(str(err), pytrace=False)
+    try:
+        yield provided
+    finally:
+        _release(provided)
+
+
+@pytest.fixture
+def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace named after the test, deleted (without waiting) afterwards."""
+    base = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
+    name = f"t-{base}-{uuid.uuid4().hex[:6]}"
+    cluster.kubectl("create", "namespace", name)
+    cluster.kubectl("label", "namespace", name, "webserver-operator.dev/test=true")
+    try:
+        yield name
+    finally:
+        cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)

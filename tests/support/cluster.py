@@ -1,0 +1,190 @@
+"""Test cluster backends and a kubectl wrapper that always uses the project's own kubectl.
+
+Why a wrapper around the kubectl binary rather than the Python client for test setup and assertions: the tests
+assert what a user would see with `kubectl get`, and they must not depend on the operator's own client code (a bug
+there would otherwise hide itself). The kubectl used is the one built by hack/tools.sh: the machine's PATH may hold
+an older one that cannot talk to a 1.36 API server properly.
+
+Backends (environment variable CLUSTER):
+- ``local`` (default): the control plane built from Go modules (hack/cluster.sh), reused when already running,
+  otherwise started for the session and stopped at its end.
+- ``existing``: a cluster you own, named explicitly with KUBE_CONTEXT (the suites install cluster-scoped objects,
+  so there is no silent default).
+- ``kind``: a kind cluster on a machine with a working Docker engine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+ROOT = Path(__file__).resolve().parents[2]
+HACK = ROOT / "hack"
+
+T = TypeVar("T")
+
+
+class ClusterUnavailableError(RuntimeError):
+    """The requested test cluster cannot be provided; the message says why and what to do."""
+
+
+def tools_bin() -> Path:
+    out = subprocess.run([str(HACK / "tools.sh"), "bindir"], check=True, capture_output=True, text=True)
+    return Path(out.stdout.strip())
+
+
+def docker_engine_available() -> bool:
+    """True only when a Docker engine answers: a docker client without an engine is not enough for kind."""
+    if shutil.which("docker") is None:
+        return False
+    try:
+        result = subprocess.run(["docker", "info"], capture_output=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return result.returncode == 0
+
+
+@dataclass
+class Cluster:
+    """A reachable Kubernetes cluster: its kubeconfig (and context) plus the kubectl to talk to it."""
+
+    backend: str
+    kubeconfig: Path
+    context: str | None = None
+    bin_dir: Path = field(default_factory=tools_bin)
+    started_here: bool = False
+
+    @property
+    def kubectl_path(self) -> Path:
+        return self.bin_dir / "kubectl"
+
+    @property
+    def helm_path(self) -> Path:
+        return self.bin_dir / "helm"
+
+    def kubectl_args(self) -> list[str]:
+        args = [str(self.kubectl_path), "--kubeconfig", str(self.kubeconfig)]
+        if self.context:
+            args += ["--context", self.context]
+        return args
+
+    def kubectl(
+        self,
+        *args: str,
+        input: str | None = None,  # noqa: A002 - mirrors subprocess.run
+        check: bool = True,
+        timeout: float = 60,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run kubectl; with check=True a failure raises with kubectl's own stderr in the message."""
+        cmd = [*self.kubectl_args(), *args]
+        result = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout, check=False)
+        if check and result.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({result.returncode}): {result.stderr.strip()}")
+        return result
+
+    def get_json(self, *args: str, namespace: str | None = None) -> dict[str, Any]:
+        ns = ["-n", namespace] if namespace else []
+        out = self.kubectl("get", *args, *ns, "-o", "json")
+        data: dict[str, Any] = json.loads(out.stdout)
+        return data
+
+    def get_or_none(self, kind: str, name: str, *, namespace: str) -> dict[str, Any] | None:
+        out = self.kubectl("get", kind, name, "-n", namespace, "-o", "json", "--ignore-not-found", check=True)
+        if not out.stdout.strip():
+            return None
+        data: dict[str, Any] = json.loads(out.stdout)
+        return data
+
+    def apply(self, manifest: dict[str, Any] | str, *, namespace: str | None = None) -> None:
+        text = manifest if isinstance(manifest, str) else json.dumps(manifest)
+        ns = ["-n", namespace] if namespace else []
+        self.kubectl("apply", *ns, "-f", "-", input=text)
+
+    def env(self) -> dict[str, str]:
+        """Environment for child processes (operator, helm) that should talk to this cluster."""
+        env = dict(os.environ)
+        env["KUBECONFIG"] = str(self.kubeconfig)
+        env["PATH"] = f"{self.bin_dir}{os.pathsep}{env.get('PATH', '')}"
+        return env
+
+
+def wait_until(
+    probe: Callable[[], T | None],
+    *,
+    timeout: float,
+    interval: float = 0.25,
+    message: str | Callable[[], str] = "condition not met",
+) -> T:
+    """Poll ``probe`` until it returns something truthy; fail with ``message`` (and the last value) on timeout."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while True:
+        last = probe()
+        if last:
+            return last
+        if time.monotonic() >= deadline:
+            text = message() if callable(message) else message
+            raise AssertionError(f"timed out after {timeout:.0f}s: {text} (last: {last!r})")
+        time.sleep(interval)
+
+
+def _run_hack(args: Sequence[str], *, timeout: float) -> None:
+    result = subprocess.run(
+        [str(HACK / args[0]), *args[1:]], capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if result.returncode != 0:
+        raise ClusterUnavailableError(
+            f"hack/{' '.join(args)} failed ({result.returncode}):\n{result.stderr[-4000:]}\n"
+            "Fix the error above, or run `make cluster-down` to clear a broken cluster and try again."
+        )
+
+
+def local_cluster_running() -> bool:
+    result = subprocess.run([str(HACK / "cluster.sh"), "status"], capture_output=True, timeout=60, check=False)
+    return result.returncode == 0
+
+
+def local_kubeconfig() -> Path:
+    out = subprocess.run([str(HACK / "cluster.sh"), "kubeconfig"], check=True, capture_output=True, text=True)
+    return Path(out.stdout.strip())
+
+
+def provide_cluster(backend: str) -> Cluster:
+    """Return a ready cluster for ``backend``; the caller stops it with ``release_cluster`` if started here."""
+    if backend == "local":
+        if local_cluster_running():
+            return Cluster(backend="local", kubeconfig=local_kubeconfig())
+        _run_hack(["cluster.sh", "up"], timeout=3600)
+        return Cluster(backend="local", kubeconfig=local_kubeconfig(), started_here=True)
+    if backend == "existing":
+        context = os.environ.get("KUBE_CONTEXT", "")
+        if not context:
+            raise ClusterUnavailableError(
+                "CLUSTER=existing needs KUBE_CONTEXT=<context name>: the suites install cluster-scoped objects "
+                "(the CRD, ClusterRoles), so they only run against a context you name explicitly."
+            )
+        kubeconfig = Path(os.environ.get("KUBECONFIG", str(Path.home() / ".kube" / "config")).split(os.pathsep)[0])
+        return Cluster(backend="existing", kubeconfig=kubeconfig, context=context)
+    if backend == "kind":
+        if not docker_engine_available():
+            raise ClusterUnavailableError(
+                "CLUSTER=kind needs a working Docker engine (`docker info` fails here); use CLUSTER=local instead."
+            )
+        _run_hack(["kind.sh", "up"], timeout=3600)
+        out = subprocess.run([str(HACK / "kind.sh"), "kubeconfig"], check=True, capture_output=True, text=True)
+        return Cluster(backend="kind", kubeconfig=Path(out.stdout.strip()), started_here=True)
+    raise ClusterUnavailableError(f"unknown CLUSTER={backend!r}: use local (default), existing or kind")
+
+
+def release_cluster(cluster: Cluster) -> None:
+    if not cluster.started_here or os.environ.get("KEEP_CLUSTER"):
+        return
+    script = "cluster.sh" if cluster.backend == "local" else "kind.sh"
+    _run_hack([script, "down"], timeout=300)

@@ -1,0 +1,238 @@
+"""The WebServer API as pydantic models: the single source of truth for the CRD schema and for the operator.
+
+Why pydantic and not hand-written OpenAPI: the operator parses the objects it watches with the same models the CRD
+schema is generated from (``webserver_operator.api.schema``), so a field, default, range or description can never
+mean one thing to the API server and another to the operator. Constraints are expressed with standard pydantic
+``Field`` arguments (``ge``/``le``, ``pattern``, ``min_length``/``max_length``) that the schema emitter translates one
+to one; Kubernetes-only schema keywords (``x-kubernetes-*``) travel in ``json_schema_extra``.
+
+Field names are snake_case in Python and camelCase on the wire (``alias_generator``); always dump with
+``by_alias=True, exclude_none=True`` when building JSON for the API server.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic.alias_generators import to_camel
+
+GROUP = "web.webserver-operator.dev"
+"""API group: ``<group>.<domain>`` in kubebuilder terms, group ``web`` under the project domain
+``webserver-operator.dev`` (a domain the project can register; a Kubernetes API group must be a DNS subdomain that
+nobody else uses, so a generic name such as ``example.com`` would collide with other CRDs)."""
+VERSION = "v1"
+API_VERSION = f"{GROUP}/{VERSION}"
+KIND = "WebServer"
+LIST_KIND = "WebServerList"
+PLURAL = "webservers"
+SINGULAR = "webserver"
+SHORT_NAMES = ("ws",)
+CATEGORIES = ("all",)
+
+MAX_REPLICAS = 1000
+"""Upper bound on ``spec.replicas``: a typo such as 30000 is rejected by the API server instead of flooding a cluster."""
+NODE_PORT_MIN = 30000
+NODE_PORT_MAX = 32767
+"""Kubernetes' default ``--service-node-port-range``; clusters with another range reject the Service, which the
+operator reports in the WebServer's Ready condition."""
+
+NAME_MAX_LENGTH = 63
+NAME_PATTERN = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+"""WebServer names must be DNS-1035 labels: the name becomes the Service's name (DNS-1035, at most 63 characters) and
+the ``app.kubernetes.io/instance`` label value (at most 63 characters)."""
+
+# Image references, after the grammar of the distribution/reference library used by container runtimes:
+# [domain[:port]/]path-component[/path-component...][:tag][@algorithm:hex]. Only the domain may hold upper case.
+_DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_DOMAIN = rf"{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*(?::[0-9]+)?"
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
+_DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
+IMAGE_PATTERN = rf"^(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*(?::{_TAG})?(?:@{_DIGEST})?$"
+IMAGE_MAX_LENGTH = 512
+
+QUANTITY_PATTERN = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+"""The pattern Kubernetes publishes for ``resource.Quantity`` in its own OpenAPI (``100m``, ``128Mi``, ``1``...)."""
+
+CONDITION_TYPE_PATTERN = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
+CONDITION_REASON_PATTERN = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+
+Quantity = Annotated[
+    int | str,
+    WithJsonSchema(
+        {
+            "anyOf": [{"type": "integer"}, {"type": "string"}],
+            "pattern": QUANTITY_PATTERN,
+            "x-kubernetes-int-or-string": True,
+        }
+    ),
+]
+"""A Kubernetes resource quantity: an integer or a string such as ``250m`` / ``128Mi`` (int-or-string on the wire)."""
+
+
+class _Model(BaseModel):
+    """Base: camelCase on the wire, snake_case in Python, unknown fields ignored (newer CRD, older operator)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True)
+
+
+class ResourceRequirements(_Model):
+    """Compute resources for the web server container, passed through to the pod template unchanged."""
+
+    limits: dict[str, Quantity] | None = Field(
+        default=None,
+        description="Maximum compute resources per pod, e.g. {cpu: 500m, memory: 256Mi}.",
+    )
+    requests: dict[str, Quantity] | None = Field(
+        default=None,
+        description=(
+            "Minimum compute resources per pod, used for scheduling, e.g. {cpu: 100m, memory: 64Mi}. "
+            "Required in namespaces whose ResourceQuota covers cpu or memory."
+        ),
+    )
+
+
+class LocalObjectReference(_Model):
+    """A reference to a Secret in the WebServer's namespace."""
+
+    name: str = Field(
+        min_length=1,
+        max_length=253,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+        description="Name of a kubernetes.io/dockerconfigjson Secret in the same namespace.",
+    )
+
+
+class WebServerSpec(_Model):
+    """Desired state: which image to run, how many copies, and how it is exposed."""
+
+    image: str = Field(
+        min_length=1,
+        max_length=IMAGE_MAX_LENGTH,
+        pattern=IMAGE_PATTERN,
+        description=(
+            "Container image of the web server, e.g. nginx:1.27 or registry.example.com/team/web@sha256:<digest>. "
+            "Changing it rolls the Deployment."
+        ),
+    )
+    replicas: int = Field(
+        default=1,
+        ge=0,
+        le=MAX_REPLICAS,
+        description=(
+            f"Number of web server pods (0-{MAX_REPLICAS}). Also set by `kubectl scale webserver/<name>` and by a "
+            "HorizontalPodAutoscaler targeting the WebServer; scaling the Deployment directly is reverted."
+        ),
+    )
+    port: int = Field(
+        default=80,
+        ge=1,
+        le=65535,
+        description=(
+            "Port the web server listens on inside the container (named `http`); the Service exposes the same port."
+        ),
+    )
+    node_port: int | None = Field(
+        default=None,
+        ge=NODE_PORT_MIN,
+        le=NODE_PORT_MAX,
+        description=(
+            f"Port opened on every node ({NODE_PORT_MIN}-{NODE_PORT_MAX}). Leave it out to let the API server "
+            "allocate a free one; status.nodePort reports the port in use."
+        ),
+    )
+    resources: ResourceRequirements | None = Field(
+        default=None,
+        description="Compute resource requests and limits of the web server container.",
+    )
+    image_pull_secrets: list[LocalObjectReference] | None = Field(
+        default=None,
+        max_length=16,
+        description="Secrets used to pull the image from a private registry.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+    )
+
+
+ConditionStatus = Literal["True", "False", "Unknown"]
+
+
+class Condition(_Model):
+    """A metav1.Condition: the standard shape `kubectl wait --for=condition=...` and dashboards understand."""
+
+    type: str = Field(
+        max_length=316,
+        pattern=CONDITION_TYPE_PATTERN,
+        description="Type of condition in CamelCase, e.g. Ready.",
+    )
+    status: ConditionStatus = Field(description="Status of the condition: True, False or Unknown.")
+    reason: str = Field(
+        min_length=1,
+        max_length=1024,
+        pattern=CONDITION_REASON_PATTERN,
+        description="Machine-readable CamelCase reason for the condition's last transition.",
+    )
+    message: str = Field(default="", max_length=32768, description="Human-readable details, what to do about it.")
+    observed_generation: int | None = Field(
+        default=None,
+        ge=0,
+        description="metadata.generation of the WebServer the condition was computed from.",
+    )
+    last_transition_time: datetime = Field(description="Last time the condition's status changed.")
+
+
+class WebServerStatus(_Model):
+    """Observed state, written only by the operator through the status subresource."""
+
+    observed_generation: int | None = Field(
+        default=None,
+        ge=0,
+        description="metadata.generation of the WebServer the operator last acted on.",
+    )
+    replicas: int | None = Field(
+        default=None,
+        ge=0,
+        description="Number of web server pods the Deployment has (scale subresource statusReplicasPath).",
+    )
+    ready_replicas: int | None = Field(default=None, ge=0, description="Number of web server pods that are ready.")
+    selector: str | None = Field(
+        default=None,
+        description="Label selector of the web server pods in string form (scale subresource labelSelectorPath).",
+    )
+    node_port: int | None = Field(default=None, ge=1, le=65535, description="Node port the Service is reachable on.")
+    conditions: list[Condition] | None = Field(
+        default=None,
+        description="Current state: Ready is True once the desired number of pods is available.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+
+
+class WebServer(_Model):
+    """A WebServer custom resource as the operator reads it (metadata kept as the raw dict the API returned)."""
+
+    api_version: str = Field(default=API_VERSION, alias="apiVersion")
+    kind: str = KIND
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    spec: WebServerSpec
+    status: WebServerStatus | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.metadata.get("name", ""))
+
+    @property
+    def namespace(self) -> str:
+        return str(self.metadata.get("namespace", ""))
+
+    @property
+    def uid(self) -> str:
+        return str(self.metadata.get("uid", ""))
+
+    @property
+    def generation(self) -> int:
+        return int(self.metadata.get("generation", 0) or 0)

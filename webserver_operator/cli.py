@@ -1,0 +1,47 @@
+"""Command line: `webserver-operator run | manifests | version`.
+
+One entry point for the container image, the Makefile (`make manifests`) and people. Heavy imports happen inside
+the subcommands so `version` and `manifests` stay fast and never need a cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from webserver_operator import __version__
+
+
+def _manifests(args: argparse.Namespace) -> int:
+    from webserver_operator.api.crd import write_manifests  # noqa: PLC0415 - keep `version` import-light
+
+    for path in write_manifests(Path(args.output)):
+        print(f"wrote {path}")  # noqa: T201 - CLI output
+    return 0
+
+
+def _version(_: argparse.Namespace) -> int:
+    print(f"webserver-operator {__version__}")  # noqa: T201 - CLI output
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="webserver-operator", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    manifests = sub.add_parser("manifests", help="write the generated CRD under config/")
+    manifests.add_argument("--output", default="config", help="config directory to write into (default: config)")
+    manifests.set_defaults(func=_manifests)
+    version = sub.add_parser("version", help="print the version")
+    version.set_defaults(func=_version)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,400 @@
+"""List+watch one resource into a ``Store`` and report every change: client-go's reflector + shared informer.
+
+Why each piece (watch streams die silently in practice, and kubernetes-asyncio's ``Watch`` gets several of these wrong):
+
+* **List, paginated** (``limit`` + ``continue``). The list is a consistent read (no ``resourceVersion``), so a relist
+  never travels back in time. If a continue token expires (410) the list starts over; a half list is never applied.
+* **Replace the store and diff**: keys that vanished between lists become ``DELETED``, new or changed ones ``ADDED``
+  / ``MODIFIED``. Handlers see a relist like any other change and need no resync special case.
+* **Watch from the list's resourceVersion** with ``allowWatchBookmarks`` and a server ``timeoutSeconds`` jittered in
+  [0.5x, 1x] (client-go uses 5-10 min) so replicas do not reconnect in lock step. BOOKMARK events carry only
+  ``metadata.resourceVersion``: they move the resume point and touch nothing else.
+* **Normal end of a watch** (the server's timeout): re-watch from the last resourceVersion; no relist.
+* **410 Gone** (HTTP status or an ERROR event carrying a Status with code 410): the resume point fell out of the
+  server's window -> relist. Re-watching with the same stale resourceVersion (what kubernetes-asyncio does) loops.
+* **Transport errors, 429, 5xx**: capped exponential backoff with jitter, then re-watch from the last resourceVersion.
+* **403 / 404**: missing RBAC or CRD. Log what to fix, retry slowly, never crash. ``synced`` stays unset until a list
+  succeeds so readiness reports the problem.
+* **Stall watchdog**: a watch that delivers nothing (not even a bookmark) for ``stall_timeout`` is abandoned and
+  restarted; half-open TCP connections otherwise leave the cache silently frozen. ``last_activity`` feeds /healthz.
+
+``on_event(type, obj, old)`` runs synchronously right after the store changed; handlers only enqueue keys.
+resourceVersions are opaque strings: events are applied in arrival order, never compared.
+"""
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from webserver_operator import metrics
+from webserver_operator.controller.backoff import Backoff
+from webserver_operator.controller.cache import Change, EventType, Store
+from webserver_operator.controller.kubeapi import Failure, KubeApi, ResourceRef, classify, classify_status
+from webserver_operator.controller.view import KubeObject, object_key
+
+logger = logging.getLogger(__name__)
+
+EventHandler = Callable[[str, KubeObject, KubeObject | None], None]
+
+DEFAULT_WATCH_TIMEOUT_SECONDS = 300
+MIN_WATCH_TIMEOUT_SECONDS = 60  # jitter never takes a watch below this (or below the configured value if smaller)
+STALL_GRACE_SECONDS = 60.0
+PAGE_SIZE = 500
+SHORT_WATCH_SECONDS = 1.0  # an empty watch that ends sooner than this is treated as a failure (no hot loop)
+
+
+class _Relist(Exception):  # noqa: N818 - control flow, not an error
+    """Raised inside the watch loop when only a fresh list can recover."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _RestartList(Exception):  # noqa: N818 - control flow, not an error
+    """A continue token expired mid-list: start the list over."""
+
+
+def _noop(_type: str, _obj: KubeObject, _old: KubeObject | None) -> None:
+    return None
+
+
+class Informer:
+    """Keeps ``store`` in line with one resource (optionally one namespace and a label selector)."""
+
+    def __init__(
+        self,
+        kube: KubeApi,
+        resource: ResourceRef,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        name: str | None = None,
+        on_event: EventHandler | None = None,
+        watch_timeout_seconds: int = DEFAULT_WATCH_TIMEOUT_SECONDS,
+        stall_timeout: float | None = None,
+        page_size: int = PAGE_SIZE,
+        backoff: Backoff | None = None,
+        forbidden_backoff: Backoff | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        rng: Callable[[], float] = random.random,
+    ) -> None:
+        if watch_timeout_seconds < 1:
+            raise ValueError("watch_timeout_seconds must be >= 1")
+        self.kube = kube
+        self.resource = resource
+        self.namespace = namespace if resource.namespaced else None
+        self.label_selector = label_selector
+        self.name = name or resource.plural
+        self.on_event: EventHandler = on_event or _noop
+        self.watch_timeout_seconds = watch_timeout_seconds
+        self.stall_timeout = (
+            stall_timeout if stall_timeout is not None else watch_timeout_seconds + STALL_GRACE_SECONDS
+        )
+        self.page_size = page_size
+        self._clock = clock
+        self._rng = rng
+        self._backoff = backoff or Backoff(initial=0.8, maximum=30.0, clock=clock, rng=rng)
+        self._forbidden_backoff = forbidden_backoff or Backoff(initial=5.0, maximum=60.0, clock=clock, rng=rng)
+
+        self.store = Store()
+        #: Set once the first full list is in the store; never cleared (like client-go's HasSynced).
+        self.synced = asyncio.Event()
+        #: Monotonic time of the last sign of life from the API server (list page, watch event, clean watch end).
+        self.last_activity = clock()
+        self.consecutive_failures = 0
+        #: Resume point: the list's resourceVersion, then that of every watch event (bookmarks included).
+        self.resource_version = ""
+        self._running = False
+        self._path = resource.path(namespace=self.namespace)
+        self._m_events = {t: metrics.WATCH_EVENTS.labels(resource=self.name, type=t) for t in _EVENT_TYPES}
+
+    # -- health -------------------------------------------------------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        """True while ``run`` is running (it never gives up on its own)."""
+        return self._running
+
+    def seconds_since_activity(self) -> float:
+        return self._clock() - self.last_activity
+
+    def _touch(self) -> None:
+        self.last_activity = self._clock()
+
+    # -- main loop ----------------------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """List, then watch, recovering from every failure; returns only by cancellation."""
+        self._running = True
+        self._touch()
+        log_extra = {"informer": self.name, "namespace": self.namespace or ""}
+        logger.info("informer %s starting (path %s)", self.name, self._path, extra=log_extra)
+        first = True
+        try:
+            while True:
+                if not await self._list_once(relist=not first):
+                    continue
+                first = False
+                reason = await self._watch_until_relist()
+                metrics.WATCH_RELISTS.labels(resource=self.name).inc()
+                logger.info("informer %s relisting (%s)", self.name, reason, extra=log_extra)
+        finally:
+            self._running = False
+
+    # -- list ---------------------------------------------------------------------------------------------------------
+
+    async def _list_once(self, *, relist: bool) -> bool:
+        """One attempt at a full list applied to the store; on failure log, back off and return False."""
+        try:
+            items, resource_version = await self._list_all()
+        except Exception as exc:  # noqa: BLE001 - an informer must never die; every failure is retried
+            await self._fail("list", exc)
+            return False
+        self.consecutive_failures = 0
+        self.resource_version = resource_version
+        self._dispatch(self.store.replace(items, resource_version))
+        if not self.synced.is_set():
+            self.synced.set()
+            logger.info(
+                "informer %s synced: %d object(s) at resourceVersion %s",
+                self.name,
+                len(self.store),
+                resource_version,
+                extra={"informer": self.name, "objects": len(self.store)},
+            )
+        elif relist:
+            logger.debug("informer %s relisted %d object(s)", self.name, len(self.store))
+        return True
+
+    async def _list_all(self) -> tuple[list[KubeObject], str]:
+        while True:
+            try:
+                return await self._list_pages()
+            except _RestartList:
+                logger.info("informer %s: list continue token expired, restarting the list", self.name)
+
+    async def _list_pages(self) -> tuple[list[KubeObject], str]:
+        items: list[KubeObject] = []
+        token: str | None = None
+        while True:
+            query = {"limit": str(self.page_size)}
+            if self.label_selector:
+                query["labelSelector"] = self.label_selector
+            if token:
+                query["continue"] = token
+            try:
+                page = await self.kube.request("GET", self._path, query=query)
+            except Exception as exc:
+                if token and classify(exc) is Failure.GONE:
+                    raise _RestartList from exc
+                raise
+            self._touch()
+            items.extend(self._complete(item) for item in page.get("items") or ())
+            meta = page.get("metadata") or {}
+            token = meta.get("continue") or None
+            if not token:
+                return items, str(meta.get("resourceVersion") or "")
+
+    def _complete(self, obj: KubeObject) -> KubeObject:
+        """List items lack kind/apiVersion (watch objects carry them); fill them in so both look the same."""
+        obj.setdefault("apiVersion", self.resource.api_version)
+        obj.setdefault("kind", self.resource.kind)
+        return obj
+
+    # -- watch --------------------------------------------------------------------------------------------------------
+
+    async def _watch_until_relist(self) -> str:
+        """Watch (and re-watch) from ``resource_version`` until only a relist helps; returns the reason."""
+        while True:
+            started = self._clock()
+            try:
+                received = await self._watch_once()
+            except _Relist as relist:
+                self._restart(relist.reason)
+                if relist.reason != Failure.GONE.value:
+                    await asyncio.sleep(self._forbidden_backoff.next_delay())
+                return relist.reason
+            except TimeoutError:
+                self._restart("stalled")
+                logger.warning(
+                    "informer %s: watch delivered nothing for %.0fs, restarting it from resourceVersion %s",
+                    self.name,
+                    self.stall_timeout,
+                    self.resource_version,
+                    extra={"informer": self.name},
+                )
+                continue
+            except Exception as exc:  # noqa: BLE001 - an informer must never die; every failure is retried
+                failure = classify(exc)
+                if failure is Failure.GONE:
+                    self._restart(failure.value)
+                    return failure.value
+                self._restart(failure.value)
+                await self._fail("watch", exc)
+                if failure in (Failure.FORBIDDEN, Failure.NOT_FOUND):
+                    return failure.value  # the CRD or our access may have changed: only a list tells the truth
+                continue
+            self._touch()
+            self._restart("closed")
+            if received == 0 and self._clock() - started < SHORT_WATCH_SECONDS:
+                await asyncio.sleep(self._backoff.next_delay())  # a server that closes at once must not spin us
+
+    async def _watch_once(self) -> int:
+        """One watch request; returns the number of events on a normal end, raises on anything else."""
+        query = {
+            "watch": "true",
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(self._watch_timeout()),
+        }
+        if self.resource_version:
+            query["resourceVersion"] = self.resource_version
+        if self.label_selector:
+            query["labelSelector"] = self.label_selector
+        stream = self.kube.watch(self._path, query=query)
+        received = 0
+        try:
+            while True:
+                try:
+                    async with asyncio.timeout(self.stall_timeout):
+                        event = await anext(stream)
+                except StopAsyncIteration:
+                    return received
+                received += 1
+                self._touch()
+                self.consecutive_failures = 0
+                self._apply(event)
+        finally:
+            await _aclose(stream)
+
+    def _watch_timeout(self) -> int:
+        base = self.watch_timeout_seconds
+        floor = min(base, MIN_WATCH_TIMEOUT_SECONDS)
+        return max(floor, int(base * (0.5 + 0.5 * self._rng())))
+
+    def _apply(self, event: dict[str, Any]) -> None:
+        event_type = str(event.get("type") or "")
+        obj = event.get("object") or {}
+        if event_type in self._m_events:
+            self._m_events[event_type].inc()
+        if event_type == "ERROR":
+            failure = classify_status(obj)
+            logger.info(
+                "informer %s: watch ERROR event: %s (%s)",
+                self.name,
+                obj.get("message"),
+                obj.get("reason"),
+                extra={"informer": self.name, "code": obj.get("code")},
+            )
+            if failure is Failure.GONE:
+                raise _Relist(failure.value)
+            raise _WatchError(obj)
+        new_rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        if event_type == "BOOKMARK":
+            if new_rv:
+                self.resource_version = new_rv
+            return
+        if event_type not in ("ADDED", "MODIFIED", "DELETED"):
+            logger.warning("informer %s: ignoring watch event of unknown type %r", self.name, event_type)
+            return
+        change: Change
+        if event_type == "DELETED":
+            old = self.store.delete(object_key(obj))
+            change = ("DELETED", obj, old)
+        else:
+            typed: EventType = "ADDED" if event_type == "ADDED" else "MODIFIED"
+            change = (typed, obj, self.store.upsert(obj))
+        if new_rv:
+            self.resource_version = new_rv
+        self._dispatch([change])
+
+    # -- helpers ------------------------------------------------------------------------------------------------------
+
+    def _dispatch(self, changes: list[Change]) -> None:
+        for event_type, obj, old in changes:
+            try:
+                self.on_event(event_type, obj, old)
+            except Exception:
+                logger.exception(
+                    "informer %s: event handler failed for %s %s/%s",
+                    self.name,
+                    event_type,
+                    *object_key(obj),
+                    extra={"informer": self.name},
+                )
+
+    def _restart(self, reason: str) -> None:
+        metrics.WATCH_RESTARTS.labels(resource=self.name, reason=reason).inc()
+
+    async def _fail(self, phase: str, exc: Exception) -> None:
+        self.consecutive_failures += 1
+        failure = classify(exc)
+        extra = {
+            "informer": self.name,
+            "phase": phase,
+            "failure": failure.value,
+            "consecutive_failures": self.consecutive_failures,
+        }
+        if failure is Failure.FORBIDDEN:
+            delay = self._forbidden_backoff.next_delay()
+            logger.error(
+                "informer %s: %s of %s is forbidden; the operator's ServiceAccount needs get/list/watch on %s "
+                "(check the ClusterRole/Role and its binding). Retrying in %.0fs: %s",
+                self.name,
+                phase,
+                self._path,
+                self.resource.plural,
+                delay,
+                exc,
+                extra=extra,
+            )
+        elif failure is Failure.NOT_FOUND:
+            delay = self._forbidden_backoff.next_delay()
+            logger.error(
+                "informer %s: %s of %s returned 404: is the CustomResourceDefinition for %s (%s) installed? "
+                "Retrying in %.0fs: %s",
+                self.name,
+                phase,
+                self._path,
+                self.resource.kind,
+                self.resource.api_version,
+                delay,
+                exc,
+                extra=extra,
+            )
+        else:
+            delay = self._backoff.next_delay()
+            logger.warning(
+                "informer %s: %s failed (%s: %s); retrying in %.2fs",
+                self.name,
+                phase,
+                type(exc).__name__,
+                exc,
+                delay,
+                extra=extra,
+            )
+        await asyncio.sleep(delay)
+
+
+class _WatchError(Exception):
+    """A non-410 ERROR event: treated like a transient failure of the watch."""
+
+    def __init__(self, status: KubeObject) -> None:
+        super().__init__(f"{status.get('reason')}: {status.get('message')}")
+        self.status = status
+        code = status.get("code")
+        self.code = code if isinstance(code, int) else None
+
+
+_EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR")
+
+
+async def _aclose(stream: AsyncIterator[dict[str, Any]]) -> None:
+    close = getattr(stream, "aclose", None)
+    if close is not None:
+        with contextlib.suppress(Exception):
+            await close()
