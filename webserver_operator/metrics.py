@@ -64,7 +64,7 @@ __all__ = [
     "render",
 ]
 
-disable_created_metrics()
+disable_created_metrics()  # type: ignore[no-untyped-call]  # untyped in prometheus_client
 
 #: The one registry of the process; ``render()`` exposes it, the manager serves it on /metrics.
 REGISTRY = CollectorRegistry(auto_describe=True)
@@ -122,7 +122,9 @@ ACTIVE_WORKERS = Gauge(
 # --- controller-runtime / client-go: work queue --------------------------------------------------------------------
 
 WORKQUEUE_DEPTH = Gauge("workqueue_depth", "Current depth of workqueue", ["name"], registry=REGISTRY)
-WORKQUEUE_ADDS = Counter("workqueue_adds_total", "Total number of adds handled by workqueue", ["name"], registry=REGISTRY)
+WORKQUEUE_ADDS = Counter(
+    "workqueue_adds_total", "Total number of adds handled by workqueue", ["name"], registry=REGISTRY
+)
 WORKQUEUE_QUEUE_DURATION = Histogram(
     "workqueue_queue_duration_seconds",
     "How long in seconds an item stays in workqueue before being requested",

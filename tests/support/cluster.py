@@ -78,7 +78,7 @@ class Cluster:
     def kubectl(
         self,
         *args: str,
-        input: str | None = None,  # noqa: A002 - mirrors subprocess.run
+        input: str | None = None,
         check: bool = True,
         timeout: float = 60,
     ) -> subprocess.CompletedProcess[str]:

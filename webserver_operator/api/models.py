@@ -32,7 +32,8 @@ SHORT_NAMES = ("ws",)
 CATEGORIES = ("all",)
 
 MAX_REPLICAS = 1000
-"""Upper bound on ``spec.replicas``: a typo such as 30000 is rejected by the API server instead of flooding a cluster."""
+"""Upper bound on ``spec.replicas``: a typo such as 30000 is rejected by the API server instead of flooding a
+cluster."""
 NODE_PORT_MIN = 30000
 NODE_PORT_MAX = 32767
 """Kubernetes' default ``--service-node-port-range``; clusters with another range reject the Service, which the
@@ -57,6 +58,11 @@ QUANTITY_PATTERN = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 )
 """The pattern Kubernetes publishes for ``resource.Quantity`` in its own OpenAPI (``100m``, ``128Mi``, ``1``...)."""
+QUANTITY_MAX_LENGTH = 64
+"""Bound on a quantity string in the CRD schema: the API server estimates a CEL rule's cost from the longest value the
+schema allows, and the requests <= limits rule parses quantities, so they must be bounded (real ones are short)."""
+MAX_RESOURCES = 16
+"""Bound on the number of entries in resources.requests / resources.limits, for the same CEL cost reason."""
 
 CONDITION_TYPE_PATTERN = (
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
@@ -69,6 +75,7 @@ Quantity = Annotated[
         {
             "anyOf": [{"type": "integer"}, {"type": "string"}],
             "pattern": QUANTITY_PATTERN,
+            "maxLength": QUANTITY_MAX_LENGTH,
             "x-kubernetes-int-or-string": True,
         }
     ),
@@ -85,12 +92,34 @@ class _Model(BaseModel):
 class ResourceRequirements(_Model):
     """Compute resources for the web server container, passed through to the pod template unchanged."""
 
+    # A request above its limit is accepted by the Deployment but every pod creation fails; reject it at admission.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": (
+                        "!has(self.requests) || !has(self.limits) || self.requests.all(r, !(r in self.limits) || "
+                        "quantity(string(self.requests[r])).compareTo(quantity(string(self.limits[r]))) <= 0)"
+                    ),
+                    "message": (
+                        "resources.requests must not exceed resources.limits for the same resource (pods could not "
+                        "be created): lower the request or raise the limit"
+                    ),
+                    "fieldPath": ".requests",
+                    "reason": "FieldValueInvalid",
+                }
+            ]
+        }
+    )
+
     limits: dict[str, Quantity] | None = Field(
         default=None,
+        max_length=MAX_RESOURCES,
         description="Maximum compute resources per pod, e.g. {cpu: 500m, memory: 256Mi}.",
     )
     requests: dict[str, Quantity] | None = Field(
         default=None,
+        max_length=MAX_RESOURCES,
         description=(
             "Minimum compute resources per pod, used for scheduling, e.g. {cpu: 100m, memory: 64Mi}. "
             "Required in namespaces whose ResourceQuota covers cpu or memory."

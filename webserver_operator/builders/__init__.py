@@ -1,1 +1,50 @@
-"""Package marker."""
+"""Pure builders: a WebServer in, the Deployment, Service, labels and owner reference it should have out.
+
+Why pure: no I/O and no client library here, so the objects the operator writes are unit-tested without a server and
+every reconcile computes exactly the same desired state from the same WebServer. The submodules hold one concern each;
+this package re-exports their public names.
+"""
+
+from webserver_operator.builders.deployment import desired_container, desired_deployment
+from webserver_operator.builders.labels import (
+    CHILD_LABEL_SELECTOR,
+    COMPONENT_LABEL,
+    COMPONENT_VALUE,
+    FIELD_MANAGER,
+    INSTANCE_LABEL,
+    MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE,
+    NAME_LABEL,
+    NAME_VALUE,
+    child_labels,
+    selector_labels,
+    selector_string,
+)
+from webserver_operator.builders.names import CONTAINER_NAME, PORT_NAME, child_name
+from webserver_operator.builders.ownership import controller_of, is_controlled_by, owner_reference
+from webserver_operator.builders.service import desired_service, desired_service_port
+
+__all__ = [
+    "CHILD_LABEL_SELECTOR",
+    "COMPONENT_LABEL",
+    "COMPONENT_VALUE",
+    "CONTAINER_NAME",
+    "FIELD_MANAGER",
+    "INSTANCE_LABEL",
+    "MANAGED_BY_LABEL",
+    "MANAGED_BY_VALUE",
+    "NAME_LABEL",
+    "NAME_VALUE",
+    "PORT_NAME",
+    "child_labels",
+    "child_name",
+    "controller_of",
+    "desired_container",
+    "desired_deployment",
+    "desired_service",
+    "desired_service_port",
+    "is_controlled_by",
+    "owner_reference",
+    "selector_labels",
+    "selector_string",
+]

@@ -11,10 +11,11 @@ Objects are stored as received and handed out *without copying*: they are shared
 ``copy.deepcopy`` an object before mutating it (the same contract as client-go listers).
 """
 
+import builtins
 from collections.abc import Iterable
 from typing import Literal
 
-from webserver_operator.controller.view import KubeObject, ObjectKey, controller_reference, object_key
+from webserver_operator.controller.view import KubeObject, KubeObjects, ObjectKey, controller_reference, object_key
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 
@@ -47,15 +48,15 @@ class Store:
     def get(self, key: ObjectKey, /) -> KubeObject | None:
         return self._items.get(key)
 
-    def list(self, namespace: str | None = None) -> list[KubeObject]:
+    def list(self, namespace: str | None = None) -> KubeObjects:
         if namespace is None:
             return list(self._items.values())
         return [obj for (ns, _), obj in self._items.items() if ns == namespace]
 
-    def keys(self) -> list[ObjectKey]:
+    def keys(self) -> builtins.list[ObjectKey]:
         return list(self._items)
 
-    def by_owner(self, uid: str, /) -> list[KubeObject]:
+    def by_owner(self, uid: str, /) -> KubeObjects:
         return [self._items[key] for key in self._by_owner.get(uid, ())]
 
     def __len__(self) -> int:
@@ -83,7 +84,7 @@ class Store:
         self._unindex(key)
         return self._items.pop(key, None)
 
-    def replace(self, objects: Iterable[KubeObject], resource_version: str) -> list[Change]:
+    def replace(self, objects: Iterable[KubeObject], resource_version: str) -> builtins.list[Change]:
         """Make the store hold exactly ``objects`` (a full list) and return what changed.
 
         A relist is reported like any other change so handlers need no special path: ``DELETED`` for keys that
@@ -91,7 +92,7 @@ class Store:
         produce nothing (resourceVersions are opaque, but equal ones denote the same object version).
         """
         fresh: dict[ObjectKey, KubeObject] = {object_key(obj): obj for obj in objects}
-        changes: list[Change] = []
+        changes: builtins.list[Change] = []
         for key in [key for key in self._items if key not in fresh]:
             old = self.delete(key)
             if old is not None:

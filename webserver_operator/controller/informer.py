@@ -23,17 +23,16 @@ resourceVersions are opaque strings: events are applied in arrival order, never 
 """
 
 import asyncio
-import contextlib
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 from webserver_operator import metrics
 from webserver_operator.controller.backoff import Backoff
 from webserver_operator.controller.cache import Change, EventType, Store
-from webserver_operator.controller.kubeapi import Failure, KubeApi, ResourceRef, classify, classify_status
+from webserver_operator.controller.kubeapi import Failure, KubeApi, ResourceRef, WatchErrorEvent, classify
 from webserver_operator.controller.view import KubeObject, object_key
 
 logger = logging.getLogger(__name__)
@@ -47,16 +46,12 @@ PAGE_SIZE = 500
 SHORT_WATCH_SECONDS = 1.0  # an empty watch that ends sooner than this is treated as a failure (no hot loop)
 
 
-class _Relist(Exception):  # noqa: N818 - control flow, not an error
-    """Raised inside the watch loop when only a fresh list can recover."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
 class _RestartList(Exception):  # noqa: N818 - control flow, not an error
     """A continue token expired mid-list: start the list over."""
+
+
+class _Stalled(Exception):  # noqa: N818 - control flow, not an error
+    """The watch delivered nothing for ``stall_timeout``."""
 
 
 def _noop(_type: str, _obj: KubeObject, _old: KubeObject | None) -> None:
@@ -92,9 +87,7 @@ class Informer:
         self.name = name or resource.plural
         self.on_event: EventHandler = on_event or _noop
         self.watch_timeout_seconds = watch_timeout_seconds
-        self.stall_timeout = (
-            stall_timeout if stall_timeout is not None else watch_timeout_seconds + STALL_GRACE_SECONDS
-        )
+        self.stall_timeout = stall_timeout if stall_timeout is not None else watch_timeout_seconds + STALL_GRACE_SECONDS
         self.page_size = page_size
         self._clock = clock
         self._rng = rng
@@ -141,7 +134,6 @@ class Informer:
                     continue
                 first = False
                 reason = await self._watch_until_relist()
-                metrics.WATCH_RELISTS.labels(resource=self.name).inc()
                 logger.info("informer %s relisting (%s)", self.name, reason, extra=log_extra)
         finally:
             self._running = False
@@ -152,11 +144,12 @@ class Informer:
         """One attempt at a full list applied to the store; on failure log, back off and return False."""
         try:
             items, resource_version = await self._list_all()
-        except Exception as exc:  # noqa: BLE001 - an informer must never die; every failure is retried
+        except Exception as exc:  # an informer must never die: every failure is retried
             await self._fail("list", exc)
             return False
         self.consecutive_failures = 0
         self.resource_version = resource_version
+        metrics.WATCH_RELISTS.labels(resource=self.name).inc()
         self._dispatch(self.store.replace(items, resource_version))
         if not self.synced.is_set():
             self.synced.set()
@@ -214,12 +207,7 @@ class Informer:
             started = self._clock()
             try:
                 received = await self._watch_once()
-            except _Relist as relist:
-                self._restart(relist.reason)
-                if relist.reason != Failure.GONE.value:
-                    await asyncio.sleep(self._forbidden_backoff.next_delay())
-                return relist.reason
-            except TimeoutError:
+            except _Stalled:
                 self._restart("stalled")
                 logger.warning(
                     "informer %s: watch delivered nothing for %.0fs, restarting it from resourceVersion %s",
@@ -229,20 +217,25 @@ class Informer:
                     extra={"informer": self.name},
                 )
                 continue
-            except Exception as exc:  # noqa: BLE001 - an informer must never die; every failure is retried
+            except Exception as exc:  # an informer must never die: every failure is retried
                 failure = classify(exc)
+                self._restart(str(failure))
                 if failure is Failure.GONE:
-                    self._restart(failure.value)
-                    return failure.value
-                self._restart(failure.value)
+                    if self._clock() - started < SHORT_WATCH_SECONDS:
+                        # Gone right away, again and again, would be a tight list/watch loop: pace it.
+                        await asyncio.sleep(self._backoff.next_delay())
+                    return str(failure)
                 await self._fail("watch", exc)
                 if failure in (Failure.FORBIDDEN, Failure.NOT_FOUND):
-                    return failure.value  # the CRD or our access may have changed: only a list tells the truth
+                    return str(failure)  # the CRD or our access may have changed: only a list tells the truth
                 continue
             self._touch()
-            self._restart("closed")
+            self.consecutive_failures = 0
             if received == 0 and self._clock() - started < SHORT_WATCH_SECONDS:
+                self._restart("closed")
                 await asyncio.sleep(self._backoff.next_delay())  # a server that closes at once must not spin us
+            else:
+                self._restart("timeout")
 
     async def _watch_once(self) -> int:
         """One watch request; returns the number of events on a normal end, raises on anything else."""
@@ -255,21 +248,22 @@ class Informer:
             query["resourceVersion"] = self.resource_version
         if self.label_selector:
             query["labelSelector"] = self.label_selector
-        stream = self.kube.watch(self._path, query=query)
         received = 0
+        loop = asyncio.get_running_loop()
+        watchdog = asyncio.timeout(self.stall_timeout)  # covers opening the watch too; re-armed by every event
         try:
-            while True:
-                try:
-                    async with asyncio.timeout(self.stall_timeout):
-                        event = await anext(stream)
-                except StopAsyncIteration:
-                    return received
-                received += 1
-                self._touch()
-                self.consecutive_failures = 0
-                self._apply(event)
-        finally:
-            await _aclose(stream)
+            async with watchdog, self.kube.watch(self._path, query=query) as stream:
+                async for event in stream:
+                    watchdog.reschedule(loop.time() + self.stall_timeout)
+                    received += 1
+                    self._touch()
+                    self.consecutive_failures = 0
+                    self._apply(event)
+        except TimeoutError:
+            if watchdog.expired():
+                raise _Stalled from None
+            raise
+        return received
 
     def _watch_timeout(self) -> int:
         base = self.watch_timeout_seconds
@@ -282,7 +276,6 @@ class Informer:
         if event_type in self._m_events:
             self._m_events[event_type].inc()
         if event_type == "ERROR":
-            failure = classify_status(obj)
             logger.info(
                 "informer %s: watch ERROR event: %s (%s)",
                 self.name,
@@ -290,9 +283,7 @@ class Informer:
                 obj.get("reason"),
                 extra={"informer": self.name, "code": obj.get("code")},
             )
-            if failure is Failure.GONE:
-                raise _Relist(failure.value)
-            raise _WatchError(obj)
+            raise WatchErrorEvent(obj)
         new_rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
         if event_type == "BOOKMARK":
             if new_rv:
@@ -336,7 +327,7 @@ class Informer:
         extra = {
             "informer": self.name,
             "phase": phase,
-            "failure": failure.value,
+            "failure": str(failure),
             "consecutive_failures": self.consecutive_failures,
         }
         if failure is Failure.FORBIDDEN:
@@ -380,21 +371,4 @@ class Informer:
         await asyncio.sleep(delay)
 
 
-class _WatchError(Exception):
-    """A non-410 ERROR event: treated like a transient failure of the watch."""
-
-    def __init__(self, status: KubeObject) -> None:
-        super().__init__(f"{status.get('reason')}: {status.get('message')}")
-        self.status = status
-        code = status.get("code")
-        self.code = code if isinstance(code, int) else None
-
-
 _EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR")
-
-
-async def _aclose(stream: AsyncIterator[dict[str, Any]]) -> None:
-    close = getattr(stream, "aclose", None)
-    if close is not None:
-        with contextlib.suppress(Exception):
-            await close()

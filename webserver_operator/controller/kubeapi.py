@@ -9,11 +9,12 @@ shape; the real ``kube.client.Kube`` satisfies it, and so does the scripted fake
 * anything else (transport errors, 429, 5xx, odd 4xx): transient -> back off and resume from the last resourceVersion.
 """
 
+import contextlib
 import enum
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
-from webserver_operator.kube.errors import ApiError, TransportError
+from webserver_operator.kube.errors import ApiError
 
 
 class ResourceRef(Protocol):
@@ -47,34 +48,40 @@ class KubeApi(Protocol):
         content_type: str | None = None,
     ) -> dict[str, Any]: ...
 
-    def watch(self, path: str, *, query: Mapping[str, str]) -> AsyncIterator[dict[str, Any]]: ...
+    def watch(
+        self, path: str, *, query: Mapping[str, str]
+    ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[dict[str, Any]]]:
+        """Open a watch: ``async with kube.watch(...) as events: async for event in events``.
+
+        Opening raises ``ApiError`` (e.g. 410, 403) or ``TransportError``; iterating raises ``TransportError`` and
+        ends normally when the server closes the stream at ``timeoutSeconds``.
+        """
+        ...
 
 
-class Failure(enum.Enum):
+class Failure(enum.StrEnum):
     """How the informer reacts to an error; the value is the ``reason`` label of the watch-restart metric."""
 
-    GONE = "gone"
+    GONE = "expired"
     FORBIDDEN = "forbidden"
     NOT_FOUND = "not_found"
     TRANSIENT = "error"
 
 
-def status_code(exc: BaseException) -> int | None:
-    """The HTTP status of an ``ApiError`` (accepts an int ``status``/``code`` or a Status dict)."""
-    for attr in ("code", "status", "status_code"):
-        value = getattr(exc, attr, None)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, Mapping) and isinstance(value.get("code"), int):
-            return int(value["code"])
-    return None
+class WatchErrorEvent(Exception):  # noqa: N818 - named after the watch event type
+    """A watch ERROR event, raised so it is handled like the equivalent HTTP error. ``status`` is the metav1.Status."""
+
+    def __init__(self, status: Mapping[str, Any]) -> None:
+        super().__init__(f"watch ERROR event: {status.get('code')} {status.get('reason')}: {status.get('message')}")
+        self.status = dict(status)
 
 
 def classify(exc: BaseException) -> Failure:
+    if isinstance(exc, WatchErrorEvent):
+        return classify_status(exc.status)
     if isinstance(exc, ApiError):
-        return classify_code(status_code(exc))
-    if isinstance(exc, TransportError):
-        return Failure.TRANSIENT
+        return classify_code(exc.status)
+    # TransportError, timeouts, decoding errors, bugs: all retried with backoff.
     return Failure.TRANSIENT
 
 

@@ -14,6 +14,9 @@ from typing import Any, Protocol
 #: An object as the API server serves it (decoded JSON).
 KubeObject = dict[str, Any]
 
+#: A list of objects (a module-level alias: inside classes that define ``list``, the builtin name is shadowed).
+KubeObjects = list[KubeObject]
+
 #: ``(namespace, name)``; namespace is ``""`` for cluster-scoped objects. Hashable, so it is also the work-queue key.
 ObjectKey = tuple[str, str]
 
@@ -25,11 +28,11 @@ class ObjectReader(Protocol):
         """The cached object with this key, or ``None``. Shared dict: do not mutate."""
         ...
 
-    def list(self, namespace: str | None = None) -> list[KubeObject]:
+    def list(self, namespace: str | None = None) -> KubeObjects:
         """All cached objects, or those of one namespace. Shared dicts: do not mutate."""
         ...
 
-    def by_owner(self, uid: str, /) -> list[KubeObject]:
+    def by_owner(self, uid: str, /) -> KubeObjects:
         """Objects whose *controller* ownerReference points at ``uid``. Shared dicts: do not mutate."""
         ...
 

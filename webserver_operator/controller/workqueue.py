@@ -80,7 +80,7 @@ class WorkQueue(Generic[K]):
         self._m_work_duration = metrics.WORKQUEUE_WORK_DURATION.labels(name=name)
         self._m_retries = metrics.WORKQUEUE_RETRIES.labels(name=name)
         self._m_unfinished = metrics.WORKQUEUE_UNFINISHED_WORK.labels(name=name)
-        self._m_longest = metrics.WORKQUEUE_LONGEST_RUNNING.labels(name=name)
+        self._m_longest = metrics.WORKQUEUE_LONGEST_RUNNING_PROCESSOR.labels(name=name)
         self._m_depth.set(0)
 
     # -- immediate adds -----------------------------------------------------------------------------------------------
@@ -238,7 +238,7 @@ class WorkQueue(Generic[K]):
             if not waiter.done():
                 waiter.set_result(None)
 
-    async def shutdown_and_drain(self, timeout: float) -> bool:
+    async def shutdown_and_drain(self, timeout: float) -> bool:  # noqa: ASYNC109 - client-go's ShutDownWithDrain bound
         """``shutdown`` then wait up to ``timeout`` seconds for in-flight keys to be ``done``; True if they were."""
         self.shutdown()
         if not self._processing:

@@ -1,0 +1,101 @@
+"""Watch body decoding: lines split across chunks, large objects, truncated bodies, broken connections."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import aiohttp
+import pytest
+
+from webserver_operator.kube.errors import TransportError
+from webserver_operator.kube.stream import LineSplitter, WatchStream
+
+
+def test_splitter_handles_any_chunk_boundary() -> None:
+    payload = b'{"a": 1}\n{"b": "\xc3\xa9"}\n\n{"c": 3}\n{"d"'
+    for size in range(1, len(payload) + 1):
+        splitter = LineSplitter()
+        lines: list[bytes] = []
+        for start in range(0, len(payload), size):
+            lines.extend(splitter.feed(payload[start : start + size]))
+        assert lines == [b'{"a": 1}', b'{"b": "\xc3\xa9"}', b"", b'{"c": 3}']
+        assert splitter.pending == 4
+        assert splitter.rest() == b'{"d"'
+        assert splitter.pending == 0
+
+
+def test_splitter_large_line_in_small_chunks() -> None:
+    line = json.dumps({"data": "x" * 3_000_000}).encode()
+    splitter = LineSplitter()
+    out: list[bytes] = []
+    for start in range(0, len(line), 65536):
+        out.extend(splitter.feed(line[start : start + 65536]))
+    assert out == []
+    assert splitter.feed(b"\n") == [line]
+
+
+def reader(chunks: Iterable[bytes | BaseException]) -> Any:
+    items = list(chunks)
+
+    async def read_chunk() -> bytes:
+        if not items:
+            return b""
+        item = items.pop(0)
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    return read_chunk
+
+
+def stream(chunks: Iterable[bytes | BaseException]) -> WatchStream:
+    return WatchStream(read_chunk=reader(chunks), method="GET", path="/api/v1/services", host="h:1")
+
+
+async def collect(events: WatchStream) -> list[dict[str, Any]]:
+    return [event async for event in events]
+
+
+async def test_events_across_chunks() -> None:
+    added = {"type": "ADDED", "object": {"kind": "Service", "metadata": {"name": "a", "resourceVersion": "5"}}}
+    error = {"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"}}
+    body = (json.dumps(added) + "\n" + json.dumps(error) + "\n").encode()
+    events = await collect(stream([body[:7], body[7:60], body[60:]]))
+    assert events == [added, error]
+
+
+async def test_complete_tail_without_newline_is_accepted() -> None:
+    assert await collect(stream([b'{"type": "BOOKMARK", "object": {}}'])) == [{"type": "BOOKMARK", "object": {}}]
+
+
+async def test_body_cut_mid_event() -> None:
+    events = stream([b'{"type": "ADDED", "object": {}}\n{"type": "MOD'])
+    assert await anext(events) == {"type": "ADDED", "object": {}}
+    with pytest.raises(TransportError, match="in the middle of an event"):
+        await anext(events)
+
+
+async def test_garbage_line() -> None:
+    with pytest.raises(TransportError, match="undecodable"):
+        await collect(stream([b"<html>\n"]))
+    with pytest.raises(TransportError, match="'type'"):
+        await collect(stream([b"[1, 2]\n"]))
+
+
+@pytest.mark.parametrize(
+    ("exc", "match"),
+    [
+        (aiohttp.SocketTimeoutError("read"), "read timeout"),
+        (aiohttp.ClientPayloadError("Response payload is not completed"), "broken"),
+        (ConnectionResetError("reset by peer"), "broken"),
+    ],
+)
+async def test_read_failures_become_transport_errors(exc: BaseException, match: str) -> None:
+    events = stream([b'{"type": "ADDED", "object": {}}\n', exc])
+    assert (await anext(events))["type"] == "ADDED"
+    with pytest.raises(TransportError, match=match) as caught:
+        await anext(events)
+    assert caught.value.retriable
+    assert caught.value.host == "h:1"

@@ -1,0 +1,42 @@
+"""Owner references: how a child points at its WebServer, and how to tell whose child an object is.
+
+Why ``controller: true`` and ``blockOwnerDeletion: true``: the controller reference is what makes an object *ours*
+(the garbage collector deletes it with the WebServer, so the operator needs no finalizer) and what tells our child
+apart from a foreign object that merely has the same name; an object controlled by someone else is never adopted or
+overwritten. ``blockOwnerDeletion`` makes foreground deletion of a WebServer wait for its children.
+"""
+
+from typing import Any
+
+from webserver_operator.api.models import WebServer
+
+
+def owner_reference(ws: WebServer) -> dict[str, Any]:
+    """The controller ownerReference every child of ``ws`` carries.
+
+    Raises ValueError when ``ws`` has no ``metadata.uid`` (an object not read from the API server cannot own anything).
+    """
+    if not ws.uid:
+        raise ValueError(f"WebServer {ws.namespace}/{ws.name} has no metadata.uid; read it from the API server first")
+    return {
+        "apiVersion": ws.api_version,
+        "kind": ws.kind,
+        "name": ws.name,
+        "uid": ws.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def controller_of(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """The ownerReference of ``obj`` with ``controller: true``, or None (Kubernetes allows at most one)."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            return ref
+    return None
+
+
+def is_controlled_by(obj: dict[str, Any], uid: str) -> bool:
+    """Whether ``obj``'s controller ownerReference points at the object with ``uid``."""
+    ref = controller_of(obj)
+    return ref is not None and bool(uid) and ref.get("uid") == uid

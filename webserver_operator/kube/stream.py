@@ -1,0 +1,119 @@
+"""Decoding of a watch response body: newline-delimited JSON events, read chunk by chunk.
+
+Why our own reader and not ``kubernetes_asyncio.watch.Watch``: that class deserialises into model objects, and on an
+``ERROR`` event with code 410 it retries with the same stale resourceVersion (an endless 410 loop). Here the stream
+only decodes; the informer decides what an ``ERROR`` event or a closed stream means.
+
+Why not ``StreamReader.readline()``: aiohttp's readline refuses lines longer than its buffer high-water mark, and a
+watch event carries a whole object (up to etcd's ~1.5 MiB request limit, more after JSON escaping). ``LineSplitter``
+accumulates raw chunks and cuts complete lines, scanning each byte once, so chunk boundaries anywhere (inside a
+line, inside a multi-byte UTF-8 character) are harmless.
+
+Failure mapping: the server ending the response cleanly ends the iteration (the informer re-watches from its last
+resourceVersion); a socket read timeout, a reset connection or a body cut mid-event raises ``TransportError``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+
+from webserver_operator.kube.errors import TransportError
+
+__all__ = ["LineSplitter", "WatchStream"]
+
+
+class LineSplitter:
+    """Cut a byte stream into newline-terminated lines (without the newline)."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+
+    @property
+    def pending(self) -> int:
+        """Bytes received after the last complete line."""
+        return len(self._buffer)
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """Add ``chunk``; return the lines it completed."""
+        scan_from = len(self._buffer)  # the old buffer holds no newline: only scan the new bytes
+        self._buffer += chunk
+        lines: list[bytes] = []
+        start = 0
+        while (newline := self._buffer.find(b"\n", max(start, scan_from))) >= 0:
+            lines.append(bytes(self._buffer[start:newline]))
+            start = newline + 1
+        del self._buffer[:start]
+        return lines
+
+    def rest(self) -> bytes:
+        """Return and forget the unterminated tail (call at end of stream)."""
+        tail = bytes(self._buffer)
+        self._buffer.clear()
+        return tail
+
+
+class WatchStream:
+    """Async iterator of decoded watch events ``{"type": ..., "object": {...}}``.
+
+    Built by ``Kube.watch``; ``read_chunk`` returns the next body chunk, ``b""`` at the end of the body.
+    """
+
+    def __init__(self, *, read_chunk: Callable[[], Awaitable[bytes]], method: str, path: str, host: str) -> None:
+        self._read_chunk = read_chunk
+        self._method = method
+        self._path = path
+        self._host = host
+        self._splitter = LineSplitter()
+        self._lines: deque[bytes] = deque()
+        self._ended = False
+
+    def __aiter__(self) -> WatchStream:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        while True:
+            while self._lines:
+                line = self._lines.popleft()
+                if line.strip():
+                    return self._decode(line)
+            if self._ended:
+                raise StopAsyncIteration
+            chunk = await self._next_chunk()
+            if chunk:
+                self._lines.extend(self._splitter.feed(chunk))
+                continue
+            self._ended = True
+            tail = self._splitter.rest()
+            if tail.strip():
+                # The API server ends every event with a newline: a tail is a body cut mid-event, unless it happens
+                # to be a complete document (tolerated, for servers that omit the last newline).
+                try:
+                    json.loads(tail)
+                except ValueError:
+                    raise self._error(f"stream ended in the middle of an event ({len(tail)} bytes)") from None
+                return self._decode(tail)
+
+    async def _next_chunk(self) -> bytes:
+        try:
+            return await self._read_chunk()
+        except TimeoutError as exc:
+            raise self._error(f"no data for the watch read timeout ({type(exc).__name__})") from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise self._error(f"watch stream broken: {type(exc).__name__}: {exc}") from exc
+
+    def _decode(self, line: bytes) -> dict[str, Any]:
+        try:
+            event = json.loads(line)
+        except ValueError as exc:
+            raise self._error(f"undecodable watch event ({len(line)} bytes): {exc}") from exc
+        if not isinstance(event, dict) or "type" not in event:
+            raise self._error(f"watch event is not an object with a 'type' ({len(line)} bytes)")
+        return event
+
+    def _error(self, cause: str) -> TransportError:
+        return TransportError(method=self._method, path=self._path, cause=cause, host=self._host)

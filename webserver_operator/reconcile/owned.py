@@ -1,0 +1,350 @@
+"""Which fields of a child the operator owns, whether they drifted, and the patch that puts them back.
+
+Why not send the whole desired object: the API server adds defaults (``imagePullPolicy``, ``strategy``,
+``clusterIP``, an allocated ``nodePort``...) and other actors add their own labels, annotations, sidecars and
+``kubectl rollout restart`` stamps. Comparing or overwriting whole objects would either see drift forever (a write
+every reconcile) or wipe what others own. So the operator owns a short, explicit list of fields, compares only those
+after normalising server defaults (a missing ``protocol`` is ``TCP``, ``0.5`` cpu is ``500m``), and writes only what
+differs:
+
+1. ``merge_owned_deployment`` / ``merge_owned_service`` return a copy of the *live* object with only the owned fields
+   set from *desired*, and only where they differ, so an unchanged field keeps the live value byte for byte;
+2. ``merge_patch`` turns (live, merged) into an RFC 7386 JSON merge patch carrying ``metadata.resourceVersion``: a
+   write based on a stale cache fails with 409 and the reconcile retries from fresh state, which is what makes the
+   whole-list replacement of a merge patch (``containers``, ``ports``) safe;
+3. ``diff`` / ``changed_paths`` say what drifted, for logs, Events and the drift-repair metric.
+
+Owned, Deployment: our label keys (metadata and pod template), our controller ownerReference, ``spec.replicas``, and
+in the container named ``web`` its ``image``, ``ports`` and ``resources``, plus the pod's ``imagePullSecrets``.
+Owned, Service: our label keys, our ownerReference, ``spec.type``, ``spec.selector`` and ``spec.ports`` (one ``http``
+port; an allocated ``nodePort`` is kept unless the WebServer asks for a specific one). Everything else is someone
+else's. A Deployment's ``spec.selector`` is immutable, so it is never patched: ``selector_mismatch`` reports it.
+"""
+
+import copy
+import re
+from dataclasses import dataclass
+from typing import Any, Final
+
+from webserver_operator.builders.names import CONTAINER_NAME
+from webserver_operator.builders.ownership import controller_of
+from webserver_operator.reconcile.quantity import quantities_equal
+
+KubeObject = dict[str, Any]
+
+_DEFAULT_PROTOCOL: Final = "TCP"
+_DEFAULT_REPLICAS: Final = 1
+_DEFAULT_SERVICE_TYPE: Final = "ClusterIP"
+_RESOURCE_LISTS: Final = ("limits", "requests")
+
+
+# --- merging owned fields --------------------------------------------------------------------------------------------
+
+
+def merge_owned_deployment(live: KubeObject, desired: KubeObject) -> KubeObject:
+    """A deep copy of ``live`` with the operator-owned Deployment fields set from ``desired`` where they differ.
+
+    Raises ValueError when ``live`` is controlled by another owner (callers check ``is_controlled_by`` first: a
+    foreign object is reported, never overwritten).
+    """
+    merged = copy.deepcopy(live)
+    _merge_metadata(merged, desired)
+    want_spec = desired.get("spec") or {}
+    spec = _child(merged, "spec")
+
+    want_replicas = want_spec.get("replicas", _DEFAULT_REPLICAS)
+    if spec.get("replicas", _DEFAULT_REPLICAS) != want_replicas:
+        spec["replicas"] = want_replicas
+
+    want_template = want_spec.get("template") or {}
+    template = _child(spec, "template")
+    _merge_labels(template, (want_template.get("metadata") or {}).get("labels") or {})
+    _merge_pod_spec(_child(template, "spec"), want_template.get("spec") or {})
+    return merged
+
+
+def merge_owned_service(live: KubeObject, desired: KubeObject) -> KubeObject:
+    """A deep copy of ``live`` with the operator-owned Service fields set from ``desired`` where they differ.
+
+    Raises ValueError when ``live`` is controlled by another owner (see ``merge_owned_deployment``).
+    """
+    merged = copy.deepcopy(live)
+    _merge_metadata(merged, desired)
+    want_spec = desired.get("spec") or {}
+    spec = _child(merged, "spec")
+
+    if (spec.get("type") or _DEFAULT_SERVICE_TYPE) != want_spec.get("type", _DEFAULT_SERVICE_TYPE):
+        spec["type"] = want_spec["type"]
+    want_selector = want_spec.get("selector") or {}
+    if (spec.get("selector") or {}) != want_selector:
+        spec["selector"] = copy.deepcopy(want_selector)
+    ports = _merge_service_ports(spec.get("ports") or [], want_spec.get("ports") or [])
+    if ports != (spec.get("ports") or []):
+        spec["ports"] = ports
+    return merged
+
+
+def selector_mismatch(live: KubeObject, desired: KubeObject) -> bool:
+    """Whether the live Deployment's (immutable) ``spec.selector`` differs from the desired one.
+
+    A mismatch cannot be patched: the Deployment has to be deleted and recreated, or reported.
+    """
+    return _normalise_selector(live) != _normalise_selector(desired)
+
+
+def _normalise_selector(obj: KubeObject) -> tuple[dict[str, Any], list[Any]]:
+    selector = (obj.get("spec") or {}).get("selector") or {}
+    return selector.get("matchLabels") or {}, selector.get("matchExpressions") or []
+
+
+def _merge_metadata(merged: KubeObject, desired: KubeObject) -> None:
+    want_meta = desired.get("metadata") or {}
+    _merge_labels(merged, want_meta.get("labels") or {})
+    want_ref = controller_of(desired)
+    if want_ref is not None:
+        _merge_owner_reference(merged, want_ref)
+
+
+def _merge_labels(obj: KubeObject, want: dict[str, str]) -> None:
+    """Set our label keys in ``obj.metadata.labels``; other keys are someone else's."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    drifted = {key: value for key, value in want.items() if labels.get(key) != value}
+    if drifted:
+        _child(_child(obj, "metadata"), "labels").update(drifted)
+
+
+def _merge_owner_reference(obj: KubeObject, want: dict[str, Any]) -> None:
+    """Make our controller ownerReference present and exact; other (non-controller) references are kept."""
+    current = controller_of(obj)
+    if current is not None and current.get("uid") != want.get("uid"):
+        name = (obj.get("metadata") or {}).get("name")
+        raise ValueError(
+            f"{obj.get('kind', 'object')} {name} is controlled by {current.get('kind')} {current.get('name')} "
+            f"(uid {current.get('uid')}): refusing to take it over"
+        )
+    refs = list((obj.get("metadata") or {}).get("ownerReferences") or [])
+    for index, ref in enumerate(refs):
+        if isinstance(ref, dict) and ref.get("uid") == want.get("uid"):
+            if all(ref.get(key) == value for key, value in want.items()):
+                return
+            refs[index] = copy.deepcopy(want)
+            break
+    else:
+        refs.append(copy.deepcopy(want))
+    _child(obj, "metadata")["ownerReferences"] = refs
+
+
+def _merge_pod_spec(pod_spec: KubeObject, want: KubeObject) -> None:
+    want_container = next((c for c in want.get("containers") or [] if c.get("name") == CONTAINER_NAME), None)
+    if want_container is not None:
+        containers = pod_spec.get("containers") or []
+        container = next((c for c in containers if c.get("name") == CONTAINER_NAME), None)
+        if container is None:
+            pod_spec["containers"] = [*containers, copy.deepcopy(want_container)]
+        else:
+            _merge_container(container, want_container)
+
+    want_secrets = want.get("imagePullSecrets") or []
+    if _secret_names(pod_spec.get("imagePullSecrets")) != _secret_names(want_secrets):
+        if want_secrets:
+            pod_spec["imagePullSecrets"] = copy.deepcopy(want_secrets)
+        else:
+            pod_spec.pop("imagePullSecrets", None)
+
+
+def _merge_container(container: KubeObject, want: KubeObject) -> None:
+    """Set image, ports and resources of the ``web`` container; every other container field is left alone."""
+    if container.get("image") != want.get("image"):
+        container["image"] = want.get("image")
+    if _normalise_container_ports(container.get("ports")) != _normalise_container_ports(want.get("ports")):
+        _set_or_drop(container, "ports", want.get("ports"))
+    if not _resources_equal(container.get("resources"), want.get("resources")):
+        _set_or_drop(container, "resources", want.get("resources"))
+
+
+def _normalise_container_ports(ports: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """Container ports with server defaults made explicit (protocol TCP) and zero values dropped (hostPort 0)."""
+    normalised = []
+    for port in ports or []:
+        entry = {key: value for key, value in port.items() if value not in (None, "", 0)}
+        entry.setdefault("protocol", _DEFAULT_PROTOCOL)
+        normalised.append(entry)
+    return normalised
+
+
+def _resources_equal(live: dict[str, Any] | None, want: dict[str, Any] | None) -> bool:
+    """Resources compared exactly, but with quantities compared by amount and absent == empty."""
+    live, want = live or {}, want or {}
+    for key in _RESOURCE_LISTS:
+        live_list, want_list = live.get(key) or {}, want.get(key) or {}
+        if live_list.keys() != want_list.keys():
+            return False
+        if not all(quantities_equal(live_list[name], want_list[name]) for name in want_list):
+            return False
+
+    def rest(resources: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in resources.items() if k not in _RESOURCE_LISTS and v not in (None, {}, [])}
+
+    return rest(live) == rest(want)
+
+
+def _secret_names(secrets: list[dict[str, Any]] | None) -> set[str]:
+    return {str(secret.get("name")) for secret in secrets or []}
+
+
+def _merge_service_ports(live_ports: list[dict[str, Any]], want_ports: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The Service's ports: exactly the desired ones, each built on its live counterpart.
+
+    Building on the live port keeps what is not ours (``appProtocol``) and, above all, the allocated ``nodePort``
+    when the WebServer does not ask for a specific one: a merge patch replaces the whole list, and a port entry sent
+    without ``nodePort`` would make the API server allocate a new port, breaking every client of the old one.
+    """
+    by_name = {port.get("name"): port for port in live_ports}
+    ports = []
+    for want in want_ports:
+        base = by_name.get(want.get("name"))
+        if base is None and len(live_ports) == 1 and len(want_ports) == 1:
+            base = live_ports[0]  # renamed by hand: still the same port, keep its nodePort
+        port = copy.deepcopy(base) if base is not None else {}
+        for key, value in want.items():
+            current = port.get(key, _DEFAULT_PROTOCOL) if key == "protocol" else port.get(key)
+            if current != value:
+                port[key] = value
+        ports.append(port)
+    return ports
+
+
+def _child(obj: KubeObject, key: str) -> KubeObject:
+    """``obj[key]`` as a dict, created when missing (only on paths that are about to be written)."""
+    value = obj.get(key)
+    if not isinstance(value, dict):
+        value = obj[key] = {}
+    return value
+
+
+def _set_or_drop(obj: KubeObject, key: str, value: Any) -> None:
+    if value:
+        obj[key] = copy.deepcopy(value)
+    else:
+        obj.pop(key, None)
+
+
+# --- describing what changed -----------------------------------------------------------------------------------------
+
+
+class _Absent:
+    """Marker for a field that is not there (distinct from a JSON null)."""
+
+    def __repr__(self) -> str:
+        return "absent"
+
+
+ABSENT: Final = _Absent()
+_SIMPLE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_MAX_VALUE_CHARS = 80
+
+
+@dataclass(frozen=True)
+class Change:
+    """One field that differs: its path (``spec.template.spec.containers[web].image``), old and new value.
+
+    ``old`` / ``new`` are ``ABSENT`` when the field is missing on that side. ``str()`` gives a short line for logs and
+    Events: ``spec.replicas (3 -> 5)``.
+    """
+
+    path: str
+    old: Any
+    new: Any
+
+    def __str__(self) -> str:
+        return f"{self.path} ({_short(self.old)} -> {_short(self.new)})"
+
+
+def diff(live: KubeObject, merged: KubeObject) -> list[Change]:
+    """Every leaf where ``merged`` differs from ``live``; for a ``merge_owned_*`` result, the drifted owned fields.
+
+    Lists of named objects (containers, ports, imagePullSecrets, ownerReferences) are matched by name, so the path
+    says which entry changed; other lists are reported whole.
+    """
+    changes: list[Change] = []
+    _diff(live, merged, "", changes)
+    return changes
+
+
+def changed_paths(live: KubeObject, merged: KubeObject) -> list[str]:
+    """The paths of ``diff(live, merged)``, e.g. ``["spec.replicas"]``; empty means there is nothing to write."""
+    return [change.path for change in diff(live, merged)]
+
+
+def _diff(old: Any, new: Any, path: str, out: list[Change]) -> None:
+    if old == new:
+        return
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in [*old, *(k for k in new if k not in old)]:
+            _diff(old.get(key, ABSENT), new.get(key, ABSENT), _join(path, str(key)), out)
+        return
+    if isinstance(old, list) and isinstance(new, list):
+        old_named, new_named = _by_name(old), _by_name(new)
+        if old_named is not None and new_named is not None:
+            before = len(out)
+            for name in [*old_named, *(n for n in new_named if n not in old_named)]:
+                _diff(old_named.get(name, ABSENT), new_named.get(name, ABSENT), f"{path}[{name}]", out)
+            if len(out) > before:
+                return  # otherwise the entries are equal and only their order changed: report the list
+    out.append(Change(path, old, new))
+
+
+def _by_name(items: list[Any]) -> dict[str, Any] | None:
+    """The list as ``{name: item}`` when every item is an object with a distinct string name, else None."""
+    named: dict[str, Any] = {}
+    for item in items:
+        name = item.get("name") if isinstance(item, dict) else None
+        if not isinstance(name, str) or name in named:
+            return None
+        named[name] = item
+    return named
+
+
+def _join(path: str, key: str) -> str:
+    if _SIMPLE_KEY.fullmatch(key):
+        return f"{path}.{key}" if path else key
+    return f"{path}[{key}]"
+
+
+def _short(value: Any) -> str:
+    text = repr(value) if not isinstance(value, str) else value
+    return text if len(text) <= _MAX_VALUE_CHARS else text[: _MAX_VALUE_CHARS - 3] + "..."
+
+
+# --- the write -------------------------------------------------------------------------------------------------------
+
+
+def merge_patch(live: KubeObject, merged: KubeObject) -> KubeObject | None:
+    """The RFC 7386 JSON merge patch that turns ``live`` into ``merged``, or None when they are equal.
+
+    The patch carries ``metadata.resourceVersion`` of ``live`` (optimistic concurrency: the API server rejects it
+    with 409 if the object changed since it was cached). Keys missing from ``merged`` become ``null``; lists are
+    replaced whole, as merge patches always do.
+    """
+    patch = _merge_patch(live, merged)
+    if not patch:
+        return None
+    resource_version = (live.get("metadata") or {}).get("resourceVersion")
+    if resource_version is not None:
+        metadata = patch.get("metadata")
+        if not isinstance(metadata, dict):
+            metadata = patch["metadata"] = {}
+        metadata["resourceVersion"] = resource_version
+    return patch
+
+
+def _merge_patch(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    patch: dict[str, Any] = {key: None for key in old if key not in new}
+    for key, value in new.items():
+        if key in old and old[key] == value:
+            continue
+        if key in old and isinstance(old[key], dict) and isinstance(value, dict):
+            patch[key] = _merge_patch(old[key], value)
+        else:
+            patch[key] = copy.deepcopy(value)
+    return patch

@@ -1,0 +1,230 @@
+"""The WebServer's status: what the operator observes, computed purely from the WebServer and its live children.
+
+Why a pure function of observations: the status must tell the truth after any crash or restart, so it is recomputed
+from scratch on every reconcile (never accumulated), and compared semantically with the stored one so that steady
+state writes nothing. ``Ready`` answers the one question users ask (``kubectl wait --for=condition=Ready``): are all
+the requested pods of the current version available? When the answer is no, the reason says why in one CamelCase word
+and the message says what to do, because the person reading it cannot see the operator's logs.
+"""
+
+import contextlib
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+from webserver_operator.api.models import WebServer
+from webserver_operator.builders.labels import selector_string
+from webserver_operator.builders.names import PORT_NAME
+from webserver_operator.reconcile.conditions import format_time, parse_time, set_condition
+
+READY: Final = "Ready"
+
+KubeObject = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something only the reconciler sees (a foreign object in the way, an API 422, a 403) that makes Ready False.
+
+    ``reason`` is CamelCase (``ServiceConflict``); ``message`` tells a person what is wrong and what to do.
+    """
+
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The Ready condition's status, reason and message."""
+
+    status: str
+    reason: str
+    message: str
+
+
+def compute_status(
+    ws: WebServer,
+    *,
+    deployment: KubeObject | None,
+    service: KubeObject | None,
+    problem: Problem | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """The full status (camelCase JSON) of ``ws`` given its live children; ``now`` stamps condition transitions."""
+    deployment_status = (deployment or {}).get("status") or {}
+    status: dict[str, Any] = {
+        "observedGeneration": ws.generation,
+        "replicas": _count(deployment_status, "replicas"),
+        "readyReplicas": _count(deployment_status, "readyReplicas"),
+        "selector": selector_string(ws.name),
+    }
+    node_port = service_node_port(service)
+    if node_port is not None:
+        status["nodePort"] = node_port
+    verdict = ready_verdict(ws, deployment=deployment, service=service, problem=problem)
+    status["conditions"] = set_condition(
+        _existing_conditions(ws),
+        type=READY,
+        status=verdict.status,
+        reason=verdict.reason,
+        message=verdict.message,
+        observed_generation=ws.generation,
+        now=now,
+    )
+    return status
+
+
+def service_node_port(service: KubeObject | None) -> int | None:
+    """The node port of the Service's ``http`` port, or None (no Service, or no port allocated yet)."""
+    for port in ((service or {}).get("spec") or {}).get("ports") or []:
+        if port.get("name") == PORT_NAME and port.get("nodePort"):
+            return int(port["nodePort"])
+    return None
+
+
+def ready_verdict(
+    ws: WebServer,
+    *,
+    deployment: KubeObject | None,
+    service: KubeObject | None,
+    problem: Problem | None,
+) -> Verdict:
+    """Why the WebServer is or is not Ready, most actionable cause first."""
+    if problem is not None:
+        return Verdict("False", problem.reason, problem.message)
+    first_time = ws.status is None or ws.status.observed_generation is None
+    if deployment is None:
+        return _missing(ws, "Deployment", first_time=first_time)
+    if service is None:
+        return _missing(ws, "Service", first_time=first_time)
+    return _deployment_verdict(ws, deployment)
+
+
+def _missing(ws: WebServer, kind: str, *, first_time: bool) -> Verdict:
+    if first_time:
+        return Verdict("False", "Creating", f"Creating the Deployment and Service {ws.name}.")
+    return Verdict(
+        "False",
+        f"{kind}Missing",
+        f"{kind} {ws.name} does not exist; the operator is recreating it. If this persists, check the WebServer's "
+        f"Events (kubectl -n {ws.namespace} describe webserver {ws.name}) and the operator's logs.",
+    )
+
+
+def _deployment_verdict(ws: WebServer, deployment: KubeObject) -> Verdict:
+    name, desired = ws.name, ws.spec.replicas
+    status = deployment.get("status") or {}
+    pods = f"kubectl -n {ws.namespace} get pods -l {selector_string(ws.name)}"
+    generation = int((deployment.get("metadata") or {}).get("generation") or 0)
+    observed = _count(status, "observedGeneration")
+    if observed < generation:
+        return Verdict(
+            "False",
+            "RollingOut",
+            f"Waiting for the Deployment controller to act on the latest change to Deployment {name} (generation "
+            f"{generation}, observed {observed}). If this persists, check that kube-controller-manager is running.",
+        )
+    failure = _deployment_condition(deployment, "ReplicaFailure")
+    if failure is not None and failure.get("status") == "True":
+        return Verdict(
+            "False",
+            "ReplicaFailure",
+            f"Pods of Deployment {name} cannot be created. Fix the cause (the namespace's Pod Security level, a "
+            f"ResourceQuota or LimitRange, or the WebServer's spec.resources): {failure.get('message', '')}",
+        )
+    progressing = _deployment_condition(deployment, "Progressing")
+    if (
+        progressing is not None
+        and progressing.get("status") == "False"
+        and progressing.get("reason") == "ProgressDeadlineExceeded"
+    ):
+        return Verdict(
+            "False",
+            "ProgressDeadlineExceeded",
+            f"Deployment {name} made no progress within its deadline ({_count(status, 'availableReplicas')}/"
+            f"{desired} pods available): {progressing.get('message', '')}. Look for image pull errors, crashing or "
+            f"unschedulable pods with `{pods}` and `kubectl describe pod`, then fix the image or the cluster.",
+        )
+    return _rollout_verdict(name, desired=desired, deployment=deployment, pods=pods)
+
+
+def _rollout_verdict(name: str, *, desired: int, deployment: KubeObject, pods: str) -> Verdict:
+    status = deployment.get("status") or {}
+    replicas = _count(status, "replicas")
+    updated = _count(status, "updatedReplicas")
+    available = _count(status, "availableReplicas")
+    spec_replicas = (deployment.get("spec") or {}).get("replicas", 1)
+    if spec_replicas != desired:
+        return Verdict("False", "Scaling", f"Scaling Deployment {name} from {spec_replicas} to {desired} pods.")
+    if replicas > updated:
+        return Verdict(
+            "False",
+            "RollingOut",
+            f"Rolling out a new version: {updated}/{desired} pods updated, {available}/{desired} available, "
+            f"{replicas - updated} old pods still running. If this does not finish, check the new pods with `{pods}`.",
+        )
+    if replicas > desired:
+        return Verdict("False", "Scaling", f"Scaling down to {desired} pods: {replicas} still running.")
+    if updated != desired or available != desired or replicas != desired:
+        return Verdict(
+            "False",
+            "Scaling",
+            f"{available}/{desired} pods available. Pods that stay unavailable usually cannot pull the image, crash, "
+            f"or cannot be scheduled: check them with `{pods}`.",
+        )
+    if desired == 0:
+        return Verdict("True", "Available", "Scaled to zero: spec.replicas is 0, no pods requested.")
+    return Verdict("True", "Available", f"{available}/{desired} pods available.")
+
+
+def _deployment_condition(deployment: KubeObject, condition_type: str) -> dict[str, Any] | None:
+    conditions = (deployment.get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c.get("type") == condition_type), None)
+
+
+def _count(status: dict[str, Any], key: str) -> int:
+    return int(status.get(key) or 0)
+
+
+def _existing_conditions(ws: WebServer) -> list[dict[str, Any]]:
+    """The stored conditions as JSON dicts, so transition times survive when a status does not change."""
+    if ws.status is None or not ws.status.conditions:
+        return []
+    return [
+        {
+            "type": c.type,
+            "status": c.status,
+            **({"observedGeneration": c.observed_generation} if c.observed_generation is not None else {}),
+            "lastTransitionTime": format_time(parse_time(c.last_transition_time)),
+            "reason": c.reason,
+            "message": c.message,
+        }
+        for c in ws.status.conditions
+    ]
+
+
+def status_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
+    """Whether writing ``new`` would change the stored status ``old`` (semantic compare, not byte compare).
+
+    Absent and null fields are equal, conditions are compared by type regardless of order, and timestamps are
+    compared as instants (``...00Z`` equals ``...00.000000+00:00``).
+    """
+    return _normalise_status(old or {}) != _normalise_status(new)
+
+
+def _normalise_status(status: dict[str, Any]) -> dict[str, Any]:
+    result = {key: value for key, value in status.items() if value is not None and key != "conditions"}
+    conditions = status.get("conditions") or []
+    if conditions:
+        result["conditions"] = {c.get("type"): _normalise_condition(c) for c in conditions}
+    return result
+
+
+def _normalise_condition(condition: dict[str, Any]) -> dict[str, Any]:
+    result = {key: value for key, value in condition.items() if value is not None}
+    result.setdefault("message", "")
+    transition = result.get("lastTransitionTime")
+    if isinstance(transition, str | datetime):
+        with contextlib.suppress(ValueError):  # not a timestamp: compare the raw value
+            result["lastTransitionTime"] = parse_time(transition)
+    return result
