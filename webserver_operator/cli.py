@@ -21,6 +21,30 @@ def _manifests(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run(args: argparse.Namespace) -> int:
+    import asyncio  # noqa: PLC0415
+
+    from webserver_operator.manager.logs import configure_logging  # noqa: PLC0415
+    from webserver_operator.manager.manager import run_operator  # noqa: PLC0415
+    from webserver_operator.manager.settings import SettingsError, load_settings  # noqa: PLC0415
+
+    try:
+        settings = load_settings(args)
+    except SettingsError as err:
+        print(f"webserver-operator: {err}", file=sys.stderr)  # noqa: T201 - fail fast before logging is set up
+        return 2
+    configure_logging(level=settings.log_level, fmt=settings.log_format)
+    try:
+        return asyncio.run(run_operator(settings))
+    except KeyboardInterrupt:
+        return 0
+    except Exception as err:
+        import logging  # noqa: PLC0415
+
+        logging.getLogger("webserver_operator").exception("operator failed: %s", err)
+        return 2
+
+
 def _version(_: argparse.Namespace) -> int:
     print(f"webserver-operator {__version__}")  # noqa: T201 - CLI output
     return 0
@@ -29,6 +53,11 @@ def _version(_: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="webserver-operator", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    from webserver_operator.manager.settings import add_arguments  # noqa: PLC0415
+
+    run = sub.add_parser("run", help="run the operator against the current kubeconfig or in-cluster config")
+    add_arguments(run)
+    run.set_defaults(func=_run)
     manifests = sub.add_parser("manifests", help="write the generated CRD under config/")
     manifests.add_argument("--output", default="config", help="config directory to write into (default: config)")
     manifests.set_defaults(func=_manifests)

@@ -45,7 +45,8 @@ class Settings(BaseSettings):
     )
     context: str | None = Field(default=None, description="kubeconfig context to use (default: current context).")
     metrics_bind_address: str = Field(
-        default=":8080", description="Address of the Prometheus /metrics endpoint (HOST:PORT; port 0 = disabled)."
+        default=":8080",
+        description="Address of the Prometheus /metrics endpoint (HOST:PORT; port 0 picks a free port; '0' disables).",
     )
     health_probe_bind_address: str = Field(
         default=":8081", description="Address of /healthz and /readyz (HOST:PORT; port 0 picks a free port)."
@@ -74,6 +75,15 @@ class Settings(BaseSettings):
     watch_timeout: int = Field(
         default=300, ge=10, le=1800, description="Server-side timeout of each watch request (seconds)."
     )
+    watch_stall_timeout: float | None = Field(
+        default=None,
+        gt=0,
+        description="Seconds without any watch event (bookmarks included) before a watch is restarted "
+        "(default: watch timeout + 60).",
+    )
+    max_loop_lag: float = Field(
+        default=10.0, gt=0, description="Seconds the event loop may be blocked before /healthz fails."
+    )
     qps: float | None = Field(default=None, gt=0, description="Client-side request rate limit (default: off).")
     burst: int = Field(default=10, ge=1, description="Requests allowed at once above --qps.")
 
@@ -95,6 +105,8 @@ class Settings(BaseSettings):
     @field_validator("metrics_bind_address", "health_probe_bind_address")
     @classmethod
     def _valid_bind(cls, value: str) -> str:
+        if value == "0":
+            return value
         parse_bind_address(value)
         return value
 

@@ -114,6 +114,12 @@ class WebServerReconciler:
             _Child(SERVICES, caches.services, desired_service, merge_owned_service),
         )
 
+    def keys_with_problems(self) -> list[ObjectKey]:
+        """WebServers currently waiting on a problem (conflict, rejected child): worth a look when a child goes away,
+        e.g. a deleted Service frees the nodePort another WebServer is waiting for.
+        """
+        return list(self._problem_streak)
+
     async def reconcile(self, key: ObjectKey) -> Result:
         obj = self._caches.webservers.get(key)
         if obj is None or (obj.get("metadata") or {}).get("deletionTimestamp"):

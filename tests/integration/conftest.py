@@ -1,0 +1,40 @@
+"""Fixtures for the integration suites: the CRD on the real API server and the operator as a real process.
+
+The operator fixture is module-scoped and watches all namespaces: tests in one module share it (each test works in
+its own namespace); modules that need their own operator (restart, leader election) do not use it, and module
+scoping guarantees two shared operators never run at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.cluster import ROOT, Cluster
+from tests.support.operator import OperatorProcess
+
+CRD_FILE = ROOT / "config" / "crd" / "bases" / "web.webserver-operator.dev_webservers.yaml"
+
+
+@pytest.fixture(scope="session")
+def crd(cluster: Cluster) -> str:
+    """Install (or upgrade) the generated CRD with server-side apply and wait until it is Established."""
+    cluster.kubectl(
+        "apply", "--server-side", "--force-conflicts", "--field-manager=webserver-operator-tests", "-f", str(CRD_FILE)
+    )
+    name = "webservers.web.webserver-operator.dev"
+    cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s", timeout=90)
+    return name
+
+
+@pytest.fixture(scope="module")
+def operator(cluster: Cluster, crd: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
+    log_path: Path = tmp_path_factory.mktemp("operator") / "operator.log"
+    proc = OperatorProcess(kubeconfig=cluster.kubeconfig, log_path=log_path).wait_started()
+    try:
+        yield proc
+    finally:
+        code = proc.stop()
+        assert code == 0, f"operator exited with {code} on SIGTERM:\n{proc.tail()}"

@@ -1,0 +1,148 @@
+"""Run the operator as a real process for tests: the same `webserver-operator run` users start.
+
+Why a subprocess and not an in-process task: signals, exit codes, the probe thread, logging setup and settings
+parsing are part of what is tested, and a test must be able to kill -9 it. The process binds its probe and metrics
+ports to 127.0.0.1:0; the ports are read from its first JSON log line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+
+class OperatorProcess:
+    """A running `webserver-operator run`; collects its JSON log lines."""
+
+    def __init__(
+        self,
+        *,
+        kubeconfig: Path | None,
+        args: Sequence[str] = (),
+        env: dict[str, str] | None = None,
+        log_path: Path | None = None,
+    ) -> None:
+        cmd = [
+            sys.executable,
+            "-m",
+            "webserver_operator",
+            "run",
+            "--health-probe-bind-address=127.0.0.1:0",
+            "--metrics-bind-address=127.0.0.1:0",
+            "--log-format=json",
+            "--log-level=DEBUG",
+        ]
+        if kubeconfig is not None:
+            cmd.append(f"--kubeconfig={kubeconfig}")
+        cmd += list(args)
+        full_env = dict(env if env is not None else os.environ)
+        full_env.setdefault("PYTHONUNBUFFERED", "1")
+        self.cmd = cmd
+        self.lines: list[dict[str, Any]] = []
+        self.raw: list[str] = []
+        self._lock = threading.Lock()
+        self._log_file = log_path.open("w", encoding="utf-8") if log_path else None
+        self.proc = subprocess.Popen(
+            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=full_env, start_new_session=True
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self.health_port = 0
+        self.metrics_port = 0
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            if self._log_file:
+                self._log_file.write(line)
+                self._log_file.flush()
+            with self._lock:
+                self.raw.append(line.rstrip("\n"))
+                try:
+                    self.lines.append(json.loads(line))
+                except json.JSONDecodeError:
+                    pass
+
+    def wait_started(self, timeout: float = 30) -> OperatorProcess:
+        """Wait for the probe ports, then for /readyz (caches synced)."""
+        deadline = time.monotonic() + timeout
+        while not self.health_port:
+            self._check_alive()
+            for entry in self.snapshot():
+                if "health_port" in entry:
+                    self.health_port = int(entry["health_port"])
+                    self.metrics_port = int(entry.get("metrics_port") or 0)
+            if time.monotonic() > deadline:
+                raise AssertionError(f"operator did not report its ports within {timeout}s:\n{self.tail()}")
+            time.sleep(0.05)
+        while self.probe("/readyz")[0] != 200:
+            self._check_alive()
+            if time.monotonic() > deadline:
+                raise AssertionError(f"operator not ready within {timeout}s: {self.probe('/readyz')}\n{self.tail()}")
+            time.sleep(0.1)
+        return self
+
+    def _check_alive(self) -> None:
+        if self.proc.poll() is not None:
+            raise AssertionError(f"operator exited with {self.proc.returncode}:\n{self.tail()}")
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self.lines)
+
+    def tail(self, n: int = 40) -> str:
+        with self._lock:
+            return "\n".join(self.raw[-n:])
+
+    def probe(self, path: str, *, timeout: float = 5) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}{path}", timeout=timeout) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as err:
+            return err.code, err.read().decode()
+
+    def metrics_text(self) -> str:
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            text: str = resp.read().decode()
+            return text
+
+    def metric(self, name: str, labels: dict[str, str] | None = None) -> float:
+        """Sum of the samples named ``name`` whose labels include ``labels`` (0 when absent)."""
+        total = 0.0
+        for family in text_string_to_metric_families(self.metrics_text()):
+            for sample in family.samples:
+                if sample.name == name and all(sample.labels.get(k) == v for k, v in (labels or {}).items()):
+                    total += sample.value
+        return total
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+                raise AssertionError(f"operator did not stop within {timeout}s after {sig!r}:\n{self.tail()}") from None
+        self._reader.join(timeout=5)
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
+        if self._log_file:
+            self._log_file.close()
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        self.stop(signal.SIGKILL)

@@ -1,0 +1,110 @@
+"""WebServer manifests and `kubectl`-level observations shared by the integration and e2e suites."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from tests.support.cluster import Cluster, wait_until
+
+API_VERSION = "web.webserver-operator.dev/v1"
+
+
+def webserver(name: str, **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"image": "nginx:1.27", "replicas": 2}
+    body.update(spec)
+    return {"apiVersion": API_VERSION, "kind": "WebServer", "metadata": {"name": name}, "spec": body}
+
+
+def condition(obj: dict[str, Any] | None, type_: str = "Ready") -> dict[str, Any] | None:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == type_:
+            return dict(cond)
+    return None
+
+
+def wait_ready(cluster: Cluster, namespace: str, name: str, *, timeout: int = 60) -> dict[str, Any]:
+    cluster.kubectl(
+        "wait",
+        "-n",
+        namespace,
+        "--for=condition=Ready",
+        f"webserver/{name}",
+        f"--timeout={timeout}s",
+        timeout=timeout + 30,
+    )
+    return cluster.get_json("webserver", name, namespace=namespace)
+
+
+def wait_condition(
+    cluster: Cluster, namespace: str, name: str, *, status: str, reason: str, timeout: float = 60
+) -> dict[str, Any]:
+    def probe() -> dict[str, Any] | None:
+        obj = cluster.get_or_none("webserver", name, namespace=namespace)
+        cond = condition(obj)
+        if cond and cond["status"] == status and cond["reason"] == reason:
+            return cond
+        return None
+
+    return wait_until(
+        probe,
+        timeout=timeout,
+        message=lambda: (
+            f"Ready={status} reason={reason}; now: {condition(cluster.get_or_none('webserver', name, namespace=namespace))}"
+        ),
+    )
+
+
+def wait_field(
+    cluster: Cluster, kind: str, name: str, *, namespace: str, path: str, expected: Any, timeout: float = 60
+) -> dict[str, Any]:
+    """Wait until the dotted ``path`` of the object equals ``expected``; return the object."""
+
+    def value(obj: dict[str, Any] | None) -> Any:
+        current: Any = obj
+        for part in path.split("."):
+            if isinstance(current, list):
+                current = current[int(part)]
+            elif isinstance(current, dict):
+                current = current.get(part)
+            else:
+                return None
+        return current
+
+    def probe() -> dict[str, Any] | None:
+        obj = cluster.get_or_none(kind, name, namespace=namespace)
+        return obj if obj is not None and value(obj) == expected else None
+
+    return wait_until(
+        probe,
+        timeout=timeout,
+        message=lambda: (
+            f"{kind}/{name} {path} == {expected!r}; now {value(cluster.get_or_none(kind, name, namespace=namespace))!r}"
+        ),
+    )
+
+
+def events_for(cluster: Cluster, namespace: str, name: str) -> list[dict[str, Any]]:
+    out = cluster.kubectl(
+        "get",
+        "events",
+        "-n",
+        namespace,
+        "--field-selector",
+        f"involvedObject.name={name},involvedObject.kind=WebServer",
+        "-o",
+        "json",
+    )
+    items: list[dict[str, Any]] = json.loads(out.stdout)["items"]
+    return items
+
+
+def free_node_port(cluster: Cluster) -> int:
+    used = {
+        port.get("nodePort")
+        for svc in cluster.get_json("services", "-A")["items"]
+        for port in svc["spec"].get("ports") or []
+    }
+    candidates = [p for p in range(30000, 32768) if p not in used]
+    return random.choice(candidates)  # noqa: S311 - not security relevant
