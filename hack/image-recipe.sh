@@ -119,13 +119,16 @@ for name in names:
         missing_pyc.append(name)
 if missing_pyc:
     sys.exit(f"not precompiled: {missing_pyc}")
-print(f"imported {len(names)} modules")
+print(f"imported {len(names)} modules", file=sys.stderr)
 PY
 ) || die "import check failed"
 
 log "check: webserver-operator version"
 out="$(cd "${WORK}/run" && "${run_env[@]}" webserver-operator version)" || die "webserver-operator version failed"
 [[ "${out}" == "webserver-operator ${version}" ]] || die "webserver-operator version printed '${out}', expected ${version}"
+
+log "check: the ENTRYPOINT's subcommand parses (webserver-operator run --help)"
+(cd "${WORK}/run" && "${run_env[@]}" webserver-operator run --help >/dev/null) || die "webserver-operator run --help failed"
 
 written="$(find "${VENV}" -newer "${marker}" | head -n 5)"
 [[ -z "${written}" ]] || die "the runtime wrote into the venv (breaks readOnlyRootFilesystem): ${written}"

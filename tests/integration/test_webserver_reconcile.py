@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 import pytest
 
@@ -215,13 +216,12 @@ def test_orphaned_children_are_adopted(cluster: Cluster, namespace: str) -> None
     cluster.apply(webserver("web", replicas=2), namespace=namespace)
     ws = wait_ready(cluster, namespace, "web")
     for kind in ("deployment", "service"):
-        child = wait_until(
-            lambda kind=kind: (
-                (c := cluster.get_json(kind, "web", namespace=namespace)) and c["metadata"].get("ownerReferences") and c
-            ),
-            timeout=30,
-            message=f"the {kind} to be adopted",
-        )
+
+        def adopted(kind: str = kind) -> dict[str, Any] | None:
+            child = cluster.get_json(kind, "web", namespace=namespace)
+            return child if child["metadata"].get("ownerReferences") else None
+
+        child = wait_until(adopted, timeout=30, message=f"the {kind} to be adopted")
         assert child["metadata"]["ownerReferences"][0]["uid"] == ws["metadata"]["uid"]
     assert cluster.get_json("deployment", "web", namespace=namespace)["metadata"]["uid"] == dep_uid
 
@@ -279,11 +279,11 @@ def test_deleting_the_webserver_removes_its_children(cluster: Cluster, namespace
     wait_ready(cluster, namespace, "web")
     cluster.kubectl("delete", "webserver", "web", "-n", namespace, "--wait=true", timeout=90)
     for kind in ("deployment", "service"):
-        wait_until(
-            lambda kind=kind: cluster.get_or_none(kind, "web", namespace=namespace) is None,
-            timeout=60,
-            message=f"the garbage collector to delete the {kind}",
-        )
+
+        def gone(kind: str = kind) -> bool:
+            return cluster.get_or_none(kind, "web", namespace=namespace) is None
+
+        wait_until(gone, timeout=60, message=f"the garbage collector to delete the {kind}")
 
 
 def test_metrics_move_when_a_webserver_is_reconciled(

@@ -7,6 +7,7 @@ ports to 127.0.0.1:0; the ports are read from its first JSON log line.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -70,10 +71,8 @@ class OperatorProcess:
                 self._log_file.flush()
             with self._lock:
                 self.raw.append(line.rstrip("\n"))
-                try:
+                with contextlib.suppress(json.JSONDecodeError):
                     self.lines.append(json.loads(line))
-                except json.JSONDecodeError:
-                    pass
 
     def wait_started(self, timeout: float = 30) -> OperatorProcess:
         """Wait for the probe ports, then for /readyz (caches synced)."""

@@ -47,13 +47,11 @@ def wait_condition(
             return cond
         return None
 
-    return wait_until(
-        probe,
-        timeout=timeout,
-        message=lambda: (
-            f"Ready={status} reason={reason}; now: {condition(cluster.get_or_none('webserver', name, namespace=namespace))}"
-        ),
-    )
+    def now() -> str:
+        current = condition(cluster.get_or_none("webserver", name, namespace=namespace))
+        return f"Ready={status} reason={reason}; now: {current}"
+
+    return wait_until(probe, timeout=timeout, message=now)
 
 
 def wait_field(

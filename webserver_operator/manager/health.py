@@ -22,7 +22,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -74,8 +74,8 @@ def _run_checks(checks: dict[str, Check]) -> tuple[bool, str]:
     return healthy, "\n".join(lines) + "\n"
 
 
-def _probe_handler(checks: dict[str, Check]) -> Callable[[web.Request], asyncio.Future[web.Response] | object]:
-    async def handler(_: web.Request) -> web.Response:
+def _probe_handler(checks: dict[str, Check]) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    async def handler(_: web.Request) -> web.StreamResponse:
         ok, text = _run_checks(checks)
         return web.Response(status=200 if ok else 500, text=text)
 

@@ -99,6 +99,11 @@ class Operator:
             await self._shutdown()
 
     async def _run_with_probes(self, probes: Probes) -> int:
+        await self._build(probes)
+        return await self._sync_elect_and_run()
+
+    async def _build(self, probes: Probes) -> None:
+        """Client, informers (started at once, on every replica), reconciler and controller (not started yet)."""
         s = self.settings
         configuration = await load_configuration(kubeconfig=s.kubeconfig, context=s.context)
         self.kube = kube = await Kube.create(
@@ -184,6 +189,10 @@ class Operator:
             primary=self.groups["webservers"],
         )
 
+    async def _sync_elect_and_run(self) -> int:
+        s = self.settings
+        kube, controller = self.kube, self.controller
+        assert kube is not None and controller is not None  # noqa: PT018 - set by _build
         if not await self._until_stopped(self._all_synced()):
             return EXIT_OK
         hold: asyncio.Task[None] | None = None
@@ -203,7 +212,7 @@ class Operator:
                 return EXIT_OK
             hold = asyncio.create_task(self.elector.hold(), name="leader-election-hold")
 
-        controller_task = asyncio.create_task(self.controller.run(), name="controller")
+        controller_task = asyncio.create_task(controller.run(), name="controller")
         stop_task = asyncio.create_task(self.stop_requested.wait(), name="stop-requested")
         watched: set[asyncio.Task[Any]] = {controller_task, stop_task}
         if hold is not None:
@@ -213,7 +222,7 @@ class Operator:
         if hold is not None and hold in done:
             # Deposed: no write may leave this process any more. Cancel in-flight reconciles immediately.
             log.error("leader election lost: stopping at once so that only the new leader writes")
-            await self.controller.stop(0.0)
+            await controller.stop(0.0)
             await asyncio.gather(controller_task, return_exceptions=True)
             with contextlib.suppress(BaseException):
                 hold.result()
@@ -222,7 +231,7 @@ class Operator:
             controller_task.result()
             log.error("controller stopped unexpectedly")
             return EXIT_FAILED
-        drained = await self.controller.stop(s.drain_timeout)
+        drained = await controller.stop(s.drain_timeout)
         await asyncio.gather(controller_task, return_exceptions=True)
         if hold is not None:
             hold.cancel()

@@ -115,8 +115,9 @@ class WebServerReconciler:
         )
 
     def keys_with_problems(self) -> list[ObjectKey]:
-        """WebServers currently waiting on a problem (conflict, rejected child): worth a look when a child goes away,
-        e.g. a deleted Service frees the nodePort another WebServer is waiting for.
+        """WebServers currently waiting on a problem (a conflict, a rejected child).
+
+        Worth a look when a child goes away: a deleted Service frees the nodePort another WebServer is waiting for.
         """
         return list(self._problem_streak)
 
