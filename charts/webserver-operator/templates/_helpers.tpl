@@ -1,0 +1,100 @@
+{{/*
+Names, labels and small pieces shared by the templates.
+*/}}
+
+{{/* Chart name, overridable with nameOverride. */}}
+{{- define "webserver-operator.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Fully qualified app name: the release name when it already contains the chart name, else "<release>-<chart>".
+Truncated to leave room for the longest suffix the templates add ("-leader-election").
+*/}}
+{{- define "webserver-operator.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 47 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 47 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 47 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "webserver-operator.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Selector labels of the operator pods: stable across upgrades (Deployment selectors are immutable). */}}
+{{- define "webserver-operator.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "webserver-operator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: manager
+{{- end }}
+
+{{/* Labels on every object the chart creates (component is set per object). */}}
+{{- define "webserver-operator.labels" -}}
+helm.sh/chart: {{ include "webserver-operator.chart" . }}
+app.kubernetes.io/name: {{ include "webserver-operator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: webserver-operator
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* The ServiceAccount the operator runs as. */}}
+{{- define "webserver-operator.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "webserver-operator.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The operator image: repository@digest when a digest is given, else repository:tag (default appVersion). */}}
+{{- define "webserver-operator.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* Name of the leader election Lease (and of the Role that may touch it). */}}
+{{- define "webserver-operator.leaseName" -}}
+{{- default (printf "%s-leader" (include "webserver-operator.fullname" .)) .Values.leaderElection.id }}
+{{- end }}
+
+{{/*
+The rules the operator needs on WebServers and their children: exactly the verbs it uses, nothing else (no
+delete: children go away by garbage collection; no secrets, no pods). Used by the ClusterRole and, when
+watchNamespaces is set, by one Role per watched namespace.
+*/}}
+{{- define "webserver-operator.managerRules" -}}
+- apiGroups: ["web.webserver-operator.dev"]
+  resources: ["webservers"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["web.webserver-operator.dev"]
+  resources: ["webservers/status"]
+  verbs: ["get", "update", "patch"]
+# Setting blockOwnerDeletion on the children's ownerReferences needs update on the owner's finalizers
+# subresource where the OwnerReferencesPermissionEnforcement admission plugin is on.
+- apiGroups: ["web.webserver-operator.dev"]
+  resources: ["webservers/finalizers"]
+  verbs: ["update"]
+- apiGroups: ["apps"]
+  resources: ["deployments"]
+  verbs: ["get", "list", "watch", "create", "patch"]
+- apiGroups: [""]
+  resources: ["services"]
+  verbs: ["get", "list", "watch", "create", "patch"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end }}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# `make demo`: the local control plane, the CRD, the operator (as a background process on this machine) and the
+# sample WebServer, Ready; then what to try. Idempotent: run it again to restart the operator.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "${ROOT}"
+
+STATE="${XDG_CACHE_HOME:-${HOME}/.cache}/webserver-operator/demo"
+mkdir -p "${STATE}"
+BIN="$(hack/tools.sh bindir)"
+hack/cluster.sh up
+KUBECONFIG_PATH="$(hack/cluster.sh kubeconfig)"
+k() { "${BIN}/kubectl" --kubeconfig "${KUBECONFIG_PATH}" "$@"; }
+
+echo "== installing the CRD (server-side apply, as for upgrades)"
+k apply --server-side --force-conflicts --field-manager=webserver-operator-demo -f config/crd/bases/ >/dev/null
+k wait --for=condition=Established crd/webservers.web.webserver-operator.dev --timeout=60s >/dev/null
+
+if [[ -f "${STATE}/operator.pid" ]] && kill -0 "$(cat "${STATE}/operator.pid")" 2>/dev/null; then
+  echo "== stopping the previous demo operator"
+  kill "$(cat "${STATE}/operator.pid")" && sleep 1
+fi
+echo "== starting the operator (log: ${STATE}/operator.log)"
+nohup .venv/bin/webserver-operator run --kubeconfig "${KUBECONFIG_PATH}" --log-format text \
+  --health-probe-bind-address 127.0.0.1:8081 --metrics-bind-address 127.0.0.1:8080 \
+  >"${STATE}/operator.log" 2>&1 &
+echo $! >"${STATE}/operator.pid"
+for _ in $(seq 1 60); do
+  curl -fs http://127.0.0.1:8081/readyz >/dev/null 2>&1 && break
+  kill -0 "$(cat "${STATE}/operator.pid")" 2>/dev/null || { tail -20 "${STATE}/operator.log"; exit 1; }
+  sleep 0.5
+done
+
+echo "== applying the sample WebServer (config/samples)"
+k apply -f config/samples/web_v1_webserver.yaml
+k wait --for=condition=Ready webserver/webserver-sample --timeout=90s
+k get webserver,deployment,service,pods -l app.kubernetes.io/instance=webserver-sample
+k get webserver webserver-sample
+
+K="kubectl --kubeconfig $(printf %q "${KUBECONFIG_PATH}")"
+cat <<TXT
+
+The operator is running (pid $(cat "${STATE}/operator.pid"), log ${STATE}/operator.log). Try:
+
+  export PATH="${BIN}:\$PATH"     # the kubectl built for this cluster (v1.36)
+  $K get webservers                                  # short name: ws
+  $K scale webserver/webserver-sample --replicas=4
+  $K describe webserver webserver-sample             # status, conditions, events
+  $K patch ws webserver-sample --type=merge -p '{"spec":{"image":"nginx:1.28"}}'
+  $K delete deployment webserver-sample              # the operator recreates it
+  $K wait --for=condition=Ready webserver/webserver-sample
+  $K explain webserver.spec
+  curl -s http://127.0.0.1:8080/metrics | grep controller_runtime_reconcile_total
+  curl -s http://127.0.0.1:8081/readyz
+
+Stop: kill \$(cat ${STATE}/operator.pid) && make cluster-down
+TXT
