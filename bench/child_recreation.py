@@ -78,7 +78,7 @@ async def _run(trials: int, namespace: str) -> dict[str, Any]:
                 await kube.request("GET", DEPLOYMENTS.path(namespace=namespace, name="bench"))
                 await kube.request("GET", SERVICES.path(namespace=namespace, name="bench"))
                 break
-            except Exception:  # noqa: BLE001 - not there yet
+            except Exception:
                 await asyncio.sleep(0.1)
         for resource in (DEPLOYMENTS, SERVICES):
             seen, recreated = [], []

@@ -74,8 +74,8 @@ class OperatorProcess:
                 with contextlib.suppress(json.JSONDecodeError):
                     self.lines.append(json.loads(line))
 
-    def wait_started(self, timeout: float = 30) -> OperatorProcess:
-        """Wait for the probe ports, then for /readyz (caches synced)."""
+    def wait_started(self, timeout: float = 30, *, ready: bool = True) -> OperatorProcess:
+        """Wait for the probe ports, then (unless ``ready=False``) for /readyz (caches synced)."""
         deadline = time.monotonic() + timeout
         while not self.health_port:
             self._check_alive()
@@ -86,7 +86,7 @@ class OperatorProcess:
             if time.monotonic() > deadline:
                 raise AssertionError(f"operator did not report its ports within {timeout}s:\n{self.tail()}")
             time.sleep(0.05)
-        while self.probe("/readyz")[0] != 200:
+        while ready and self.probe("/readyz")[0] != 200:
             self._check_alive()
             if time.monotonic() > deadline:
                 raise AssertionError(f"operator not ready within {timeout}s: {self.probe('/readyz')}\n{self.tail()}")

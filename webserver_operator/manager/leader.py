@@ -497,7 +497,7 @@ class LeaderElector:
             log.warning(
                 "could not release %s (%s); a standby takes over once it expires (%ds)",
                 where,
-                error,
+                str(error) or type(error).__name__,
                 lease_duration_seconds(self._lease_duration),
             )
 

@@ -33,6 +33,7 @@ from webserver_operator.kube.config import load_configuration
 from webserver_operator.kube.resources import DEPLOYMENTS, SERVICES, WEBSERVERS
 from webserver_operator.kube.settings import ClientSettings
 from webserver_operator.manager.health import Heartbeat, Probes, ProbeServer
+from webserver_operator.manager.leader import LeaderElector
 from webserver_operator.manager.settings import Settings, parse_bind_address
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.reconciler import Caches, WebServerReconciler
@@ -66,7 +67,7 @@ class Operator:
         self.kube: Kube | None = None
         self.groups: dict[str, InformerGroup] = {}
         self.controller: Controller | None = None
-        self.elector: Any = None
+        self.elector: LeaderElector | None = None
         self._tasks: list[asyncio.Task[Any]] = []
 
     def request_stop(self) -> None:
@@ -197,8 +198,6 @@ class Operator:
             return EXIT_OK
         hold: asyncio.Task[None] | None = None
         if s.leader_elect:
-            from webserver_operator.manager.leader import LeaderElector  # noqa: PLC0415 - TEMP
-
             self.elector = LeaderElector(
                 kube,
                 lease_name=s.leader_election_id,

@@ -1,0 +1,244 @@
+"""The operations surface on the real control plane: probes, the stall watchdog, leader election across processes.
+
+Failover times measured here are printed (run with ``-s`` to see them) and asserted against the targets: a killed
+leader is replaced within lease duration + 2 retry periods, a leader that exits gracefully within 3 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.support.cluster import Cluster, wait_until
+from tests.support.operator import OperatorProcess
+from tests.support.proxy import FreezableProxy
+from tests.support.webservers import wait_field, wait_ready, webserver
+from webserver_operator.manager.manager import Operator
+from webserver_operator.manager.settings import Settings
+
+
+def _token_kubeconfig(cluster: Cluster, namespace: str, sa: str, path: Path) -> Path:
+    cluster.kubectl("create", "serviceaccount", sa, "-n", namespace)
+    token = cluster.kubectl("create", "token", sa, "-n", namespace, "--duration=1h").stdout.strip()
+    admin = json.loads(cluster.kubectl("config", "view", "--raw", "--minify", "-o", "json").stdout)
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": admin["clusters"][0]["cluster"]}],
+        "users": [{"name": sa, "user": {"token": token}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": sa}}],
+        "current-context": "c",
+    }
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_readyz_waits_for_synced_caches_and_healthz_ignores_api_errors(
+    cluster: Cluster, crd: str, namespace: str, tmp_path: Path
+) -> None:
+    kubeconfig = _token_kubeconfig(cluster, namespace, "operator", tmp_path / "sa.kubeconfig")
+    op = OperatorProcess(kubeconfig=kubeconfig, args=[f"--namespaces={namespace}"])
+    try:
+        op.wait_started(ready=False)
+        time.sleep(2)
+        code, text = op.probe("/readyz")
+        assert code == 500, text
+        assert "cache not synced" in text, text
+        code, text = op.probe("/healthz")
+        assert code == 200, f"API errors (403) must not fail liveness:\n{text}"
+        assert any(
+            "deployments" in line.get("msg", "") and "forbidden" in line.get("msg", "").lower()
+            for line in op.snapshot()
+        ), op.tail()
+        # Grant what the operator needs in its namespace: it becomes ready without a restart.
+        rules = [
+            ("web.webserver-operator.dev", "webservers", "get,list,watch"),
+            ("web.webserver-operator.dev", "webservers/status", "get,update,patch"),
+            ("apps", "deployments", "get,list,watch,create,patch"),
+            ("", "services", "get,list,watch,create,patch"),
+            ("", "events", "create,patch"),
+        ]
+        role = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": "operator"},
+            "rules": [{"apiGroups": [g], "resources": [r], "verbs": v.split(",")} for g, r, v in rules],
+        }
+        cluster.apply(role, namespace=namespace)
+        cluster.kubectl(
+            "create",
+            "rolebinding",
+            "operator",
+            "-n",
+            namespace,
+            "--role=operator",
+            f"--serviceaccount={namespace}:operator",
+        )
+        wait_until(lambda: op.probe("/readyz")[0] == 200, timeout=90, message=lambda: op.probe("/readyz")[1])
+        cluster.apply(webserver("web", replicas=1), namespace=namespace)
+        wait_ready(cluster, namespace, "web")
+    finally:
+        assert op.stop() == 0
+
+
+async def test_healthz_fails_while_the_event_loop_is_blocked(cluster: Cluster, crd: str, namespace: str) -> None:
+    settings = Settings(
+        kubeconfig=str(cluster.kubeconfig),
+        namespaces=[namespace],
+        health_probe_bind_address="127.0.0.1:0",
+        metrics_bind_address="0",
+        max_loop_lag=1.0,
+    )
+    operator = Operator(settings)
+    task = asyncio.create_task(operator.run())
+
+    def probe(path: str) -> tuple[int, str]:
+        assert operator.probe_server is not None
+        url = f"http://127.0.0.1:{operator.probe_server.health_port}{path}"
+        try:
+            with urllib.request.urlopen(url, timeout=5) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as err:
+            return err.code, err.read().decode()
+
+    for _ in range(200):
+        ready = operator.probe_server is not None and operator.probe_server.health_port
+        if ready and (await asyncio.to_thread(probe, "/readyz"))[0] == 200:
+            break
+        await asyncio.sleep(0.1)
+    assert (await asyncio.to_thread(probe, "/healthz"))[0] == 200
+
+    seen: dict[str, Any] = {}
+
+    def probe_later() -> None:
+        time.sleep(2.0)
+        seen["result"] = probe("/healthz")
+
+    prober = threading.Thread(target=probe_later)
+    prober.start()
+    time.sleep(3.5)  # noqa: ASYNC251 - blocking the loop on purpose: this is what the probe must detect
+    prober.join()
+    code, text = seen["result"]
+    assert code == 500, text
+    assert "event loop blocked" in text, text
+    await asyncio.sleep(1.0)
+    assert (await asyncio.to_thread(probe, "/healthz"))[0] == 200
+    operator.request_stop()
+    assert await asyncio.wait_for(task, 30) == 0
+
+
+def test_stalled_watch_is_restarted_by_the_watchdog(cluster: Cluster, crd: str, namespace: str, tmp_path: Path) -> None:
+    admin = yaml.safe_load(cluster.kubeconfig.read_text())
+    server = admin["clusters"][0]["cluster"]["server"]
+    host, port = server.removeprefix("https://").rsplit(":", 1)
+    proxy = FreezableProxy(host, int(port))
+    admin["clusters"][0]["cluster"]["server"] = f"https://{host}:{proxy.port}"
+    kubeconfig = tmp_path / "proxied.kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(admin))
+    op = OperatorProcess(
+        kubeconfig=kubeconfig,
+        args=[f"--namespaces={namespace}", "--watch-timeout=60", "--watch-stall-timeout=4", "--read-timeout=3"],
+    )
+    try:
+        op.wait_started()
+        stalled_before = op.metric("webserver_operator_watch_restarts_total", {"reason": "stalled"})
+        frozen = proxy.freeze()
+        assert frozen >= 3, f"expected the three watch connections to be open, found {frozen}"
+        wait_until(
+            lambda: op.metric("webserver_operator_watch_restarts_total", {"reason": "stalled"}) >= stalled_before + 3,
+            timeout=30,
+            message="the watchdog to restart the three silent watches",
+        )
+        # The restarted watches work: a new WebServer is reconciled through fresh connections.
+        cluster.apply(webserver("web", replicas=1), namespace=namespace)
+        wait_ready(cluster, namespace, "web", timeout=60)
+        assert op.probe("/healthz")[0] == 200
+    finally:
+        op.stop()
+        proxy.close()
+
+
+def _leader(ops: dict[str, OperatorProcess]) -> list[str]:
+    leaders = []
+    for name, op in ops.items():
+        if op.proc.poll() is None and op.metric("leader_election_master_status") == 1:
+            leaders.append(name)
+    return leaders
+
+
+def _elected_pair(cluster: Cluster, namespace: str) -> dict[str, OperatorProcess]:
+    args = [
+        f"--namespaces={namespace}",
+        "--leader-elect",
+        f"--leader-election-namespace={namespace}",
+        "--lease-duration=4",
+        "--renew-deadline=3",
+        "--retry-period=1",
+    ]
+    ops = {}
+    for name in ("op-a", "op-b"):
+        ops[name] = OperatorProcess(kubeconfig=cluster.kubeconfig, args=args, env={**os.environ, "POD_NAME": name})
+    for op in ops.values():
+        op.wait_started()  # a standby is ready too: its caches are synced
+    wait_until(lambda: len(_leader(ops)) == 1, timeout=20, message="exactly one leader")
+    time.sleep(2)
+    assert len(_leader(ops)) == 1, "two leaders"
+    return ops
+
+
+def _lease_holder(cluster: Cluster, namespace: str) -> str:
+    lease = cluster.get_json("lease", "webserver-operator-leader", namespace=namespace)
+    return str(lease["spec"].get("holderIdentity") or "")
+
+
+def test_killed_leader_is_replaced_and_drift_is_repaired(cluster: Cluster, crd: str, namespace: str) -> None:
+    ops = _elected_pair(cluster, namespace)
+    try:
+        (leader,) = _leader(ops)
+        assert _lease_holder(cluster, namespace) == leader
+        cluster.apply(webserver("web", replicas=2), namespace=namespace)
+        wait_ready(cluster, namespace, "web")
+        standby = next(n for n in ops if n != leader)
+        ops[leader].kill()
+        killed_at = time.monotonic()
+        cluster.kubectl("scale", "deployment/web", "-n", namespace, "--replicas=5")
+        wait_until(lambda: _leader(ops) == [standby], timeout=15, interval=0.1, message="the standby to lead")
+        took_over = time.monotonic() - killed_at
+        wait_field(cluster, "deployment", "web", namespace=namespace, path="spec.replicas", expected=2, timeout=15)
+        repaired = time.monotonic() - killed_at
+        print(f"\nfailover after kill -9: standby leading after {took_over:.2f}s, drift repaired after {repaired:.2f}s")
+        assert took_over < 4 + 2 * 1 + 1.0, f"took {took_over:.2f}s (lease 4s + 2 retry periods)"
+        assert _lease_holder(cluster, namespace) == standby
+    finally:
+        for op in ops.values():
+            op.stop()
+
+
+def test_sigterm_leader_releases_and_standby_takes_over_quickly(cluster: Cluster, crd: str, namespace: str) -> None:
+    ops = _elected_pair(cluster, namespace)
+    try:
+        (leader,) = _leader(ops)
+        standby = next(n for n in ops if n != leader)
+        cluster.apply(webserver("web", replicas=1), namespace=namespace)
+        wait_ready(cluster, namespace, "web")
+        assert ops[leader].stop(signal.SIGTERM) == 0
+        exited_at = time.monotonic()
+        cluster.kubectl("scale", "deployment/web", "-n", namespace, "--replicas=3")
+        wait_field(cluster, "deployment", "web", namespace=namespace, path="spec.replicas", expected=1, timeout=10)
+        repaired = time.monotonic() - exited_at
+        print(f"\nfailover after SIGTERM: standby repaired drift {repaired:.2f}s after the leader exited")
+        assert repaired < 3.0, f"standby took {repaired:.2f}s"
+        assert _leader(ops) == [standby]
+    finally:
+        for op in ops.values():
+            op.stop()
