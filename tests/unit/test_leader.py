@@ -71,6 +71,9 @@ class FakeTime:
     def clock(self) -> float:
         return self.now
 
+    def reached(self, moment: float) -> Callable[[], bool]:
+        return lambda: self.now >= moment
+
     async def sleep(self, seconds: float) -> None:
         self.now += seconds
         await asyncio.sleep(0)
@@ -340,8 +343,7 @@ async def test_acquire_waits_until_the_record_is_unchanged_for_the_lease_duratio
     task = asyncio.create_task(elector(kube, name, fake=fake).acquire())
     # The holder renews for a while: every change of the record restarts our observation.
     for _ in range(5):
-        start = fake.now
-        await spin(lambda: fake.now >= start + 10)  # noqa: B023 - used before the next iteration
+        await spin(fake.reached(fake.now + 10))
         kube.store(name, held_by("other", renewTime=f"renewed at {fake.now}"))
     renewed_last = fake.now
     assert not task.done()

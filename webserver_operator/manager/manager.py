@@ -18,6 +18,7 @@ import logging
 import os
 import signal
 import socket
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -54,7 +55,10 @@ def _pod_namespace() -> str | None:
 
 
 def _identity() -> str:
-    return os.environ.get("POD_NAME") or f"{socket.gethostname()}_{os.getpid()}"
+    """Pod (or host) name plus a random suffix, as controller-runtime does: a restarted process must never take a
+    Lease its previous incarnation still appears to hold, since the holder may be acting on stale state.
+    """
+    return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
 
 
 class Operator:

@@ -116,9 +116,10 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"renew_deadline ({self.renew_deadline}s) must be shorter than lease_duration ({self.lease_duration}s)"
             )
-        if not self.retry_period < self.renew_deadline:
+        if not self.retry_period * 1.2 < self.renew_deadline:
             raise ValueError(
-                f"retry_period ({self.retry_period}s) must be shorter than renew_deadline ({self.renew_deadline}s)"
+                f"retry_period ({self.retry_period}s) must be shorter than renew_deadline ({self.renew_deadline}s) "
+                "by more than its 20% jitter, or a single slow renewal would cost the lease"
             )
         return self
 

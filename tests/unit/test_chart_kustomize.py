@@ -1,0 +1,131 @@
+"""config/ (kustomize) renders and says the same as the chart: RBAC, restricted pod spec, image, CRD.
+
+Two install paths (Helm and `kubectl apply -k`) must not drift into two products. Rendered with the project's own
+kubectl (`kubectl kustomize`); no cluster needed. tests/integration/test_manifests.py sends the renders to an API
+server.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.unit.test_chart import (
+    LEADER_ELECTION_RULES,
+    MANAGER_RULES,
+    find,
+    hardening_problems,
+    kubectl_binary,
+    one,
+    restricted_violations,
+    rule_triples,
+)
+from webserver_operator import __version__
+from webserver_operator.api.crd import CRD_NAME, crd_manifest
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = ROOT / "config"
+SYSTEM = "webserver-operator-system"
+PREFIX = "webserver-operator-"
+
+
+def kustomize(directory: Path) -> list[dict[str, Any]]:
+    result = subprocess.run(
+        [str(kubectl_binary()), "kustomize", str(directory)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, f"kubectl kustomize {directory} failed: {result.stderr}"
+    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+
+@pytest.fixture(scope="module")
+def default() -> list[dict[str, Any]]:
+    return kustomize(CONFIG / "default")
+
+
+def test_default_renders_namespace_crd_rbac_and_manager(default: list[dict[str, Any]]) -> None:
+    names = sorted((d["kind"], d["metadata"]["name"], d["metadata"].get("namespace")) for d in default)
+    assert names == sorted(
+        [
+            ("Namespace", SYSTEM, None),
+            ("CustomResourceDefinition", CRD_NAME, None),
+            ("ServiceAccount", f"{PREFIX}controller-manager", SYSTEM),
+            ("ClusterRole", f"{PREFIX}manager-role", None),
+            ("ClusterRoleBinding", f"{PREFIX}manager-rolebinding", None),
+            ("Role", f"{PREFIX}leader-election-role", SYSTEM),
+            ("RoleBinding", f"{PREFIX}leader-election-rolebinding", SYSTEM),
+            ("Service", f"{PREFIX}controller-manager-metrics-service", SYSTEM),
+            ("Deployment", f"{PREFIX}controller-manager", SYSTEM),
+        ]
+    )
+    namespace = one(default, "Namespace")
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert not find(default, "ServiceMonitor"), "the ServiceMonitor needs the Prometheus Operator: not in default"
+
+
+def test_default_crd_is_the_generated_one(default: list[dict[str, Any]]) -> None:
+    crd = one(default, "CustomResourceDefinition")
+    generated = crd_manifest()
+    assert crd["spec"] == generated["spec"]
+    assert generated["metadata"]["labels"].items() <= crd["metadata"]["labels"].items()
+
+
+def test_default_rbac_is_exactly_what_the_operator_uses(default: list[dict[str, Any]]) -> None:
+    sa = {"kind": "ServiceAccount", "name": f"{PREFIX}controller-manager", "namespace": SYSTEM}
+    cluster_binding = one(default, "ClusterRoleBinding")
+    assert cluster_binding["subjects"] == [sa]
+    assert cluster_binding["roleRef"]["name"] == f"{PREFIX}manager-role"
+    assert rule_triples(one(default, "ClusterRole")["rules"]) == MANAGER_RULES
+    binding = one(default, "RoleBinding")
+    assert binding["subjects"] == [sa]
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": f"{PREFIX}leader-election-role",
+    }
+    role = one(default, "Role")
+    assert rule_triples(role["rules"]) == LEADER_ELECTION_RULES
+    manager = one(default, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    lease_ids = [a.split("=", 1)[1] for a in manager["args"] if a.startswith("--leader-election-id=")]
+    named = [r["resourceNames"] for r in role["rules"] if "resourceNames" in r]
+    assert named == [lease_ids]
+
+
+def test_default_manager_pod_is_restricted_and_hardened(default: list[dict[str, Any]]) -> None:
+    deployment = one(default, "Deployment")
+    spec = deployment["spec"]["template"]["spec"]
+    assert restricted_violations(spec) == []
+    assert hardening_problems(spec) == []
+    assert spec["serviceAccountName"] == f"{PREFIX}controller-manager"
+    manager = spec["containers"][0]
+    assert manager["image"] == f"ghcr.io/webserver-operator/webserver-operator:{__version__}"
+    assert "--leader-elect" in manager["args"]
+    env = {e["name"]: e for e in manager["env"]}
+    assert env["WEBSERVER_OPERATOR_LEADER_ELECTION_NAMESPACE"]["valueFrom"] == {
+        "fieldRef": {"fieldPath": "metadata.namespace"}
+    }
+    selector = deployment["spec"]["selector"]["matchLabels"]
+    assert one(default, "Service")["spec"]["selector"] == selector
+
+
+def test_samples_render_a_valid_webserver() -> None:
+    (sample,) = kustomize(CONFIG / "samples")
+    assert sample["apiVersion"] == "web.webserver-operator.dev/v1"
+    assert sample["kind"] == "WebServer"
+    assert sample["metadata"]["name"] == "webserver-sample"
+    assert sample["spec"]["image"] == "nginx:1.27"
+    assert sample["spec"]["replicas"] == 2
+    from webserver_operator.api.models import WebServerSpec  # noqa: PLC0415 - only this test needs it
+
+    WebServerSpec.model_validate(sample["spec"])
+
+
+def test_prometheus_monitor_selects_the_metrics_service(default: list[dict[str, Any]]) -> None:
+    (monitor,) = kustomize(CONFIG / "prometheus")
+    assert monitor["kind"] == "ServiceMonitor"
+    service = one(default, "Service")
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    assert monitor["spec"]["endpoints"][0]["port"] == service["spec"]["ports"][0]["name"] == "metrics"
