@@ -16,6 +16,7 @@ HELM = $(TOOLS_BIN)/helm
 CLUSTER ?= local
 export CLUSTER
 PYTEST_ARGS ?=
+IMG ?= ghcr.io/webserver-operator/webserver-operator:0.1.0
 
 ##@ General
 
@@ -93,6 +94,16 @@ cluster-status: ## Show the local cluster's nodes.
 .PHONY: kubeconfig
 kubeconfig: ## Print the admin kubeconfig path of the local cluster (use with make -s).
 	@hack/cluster.sh kubeconfig
+
+##@ Build
+
+.PHONY: image-recipe
+image-recipe: venv ## Run the Dockerfile's steps on the host (wheel, clean venv, import check): CI does, no Docker needed.
+	hack/image-recipe.sh
+
+.PHONY: docker-build
+docker-build: ## Build the container image (needs a Docker engine). IMG=<name:tag> to override.
+	docker build -t $(IMG) .
 
 ##@ Run
 

@@ -14,9 +14,13 @@ from webserver_operator import __version__
 
 
 def _manifests(args: argparse.Namespace) -> int:
-    from webserver_operator.api.crd import write_manifests  # noqa: PLC0415 - keep `version` import-light
+    from webserver_operator.api.chart import write_chart_crd  # noqa: PLC0415 - keep `version` import-light
+    from webserver_operator.api.crd import write_manifests  # noqa: PLC0415
 
-    for path in write_manifests(Path(args.output)):
+    paths = write_manifests(Path(args.output))
+    if args.chart_dir:
+        paths.append(write_chart_crd(Path(args.chart_dir)))
+    for path in paths:
         print(f"wrote {path}")  # noqa: T201 - CLI output
     return 0
 
@@ -60,6 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_run)
     manifests = sub.add_parser("manifests", help="write the generated CRD under config/")
     manifests.add_argument("--output", default="config", help="config directory to write into (default: config)")
+    manifests.add_argument(
+        "--chart-dir",
+        default="charts/webserver-operator",
+        help="Helm chart to write the CRD copy into (default: charts/webserver-operator; empty to skip)",
+    )
     manifests.set_defaults(func=_manifests)
     version = sub.add_parser("version", help="print the version")
     version.set_defaults(func=_version)

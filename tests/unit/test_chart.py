@@ -624,7 +624,7 @@ def test_notes_warn_loudly_when_the_crd_is_not_kept() -> None:
     assert "helm.sh/resource-policy=keep" in kept
 
 
-# --- optional objects ---------------------------------------------------------------------------------------------------
+# --- optional objects -------------------------------------------------------------------------------------------------
 
 
 def test_service_monitor_and_pdb_are_off_by_default() -> None:
@@ -658,7 +658,7 @@ def test_pod_disruption_budget(setting: str, expected: dict[str, Any]) -> None:
     assert pdb["spec"]["selector"] == _deployment(docs)["spec"]["selector"]
 
 
-# --- helm test ----------------------------------------------------------------------------------------------------------
+# --- helm test --------------------------------------------------------------------------------------------------------
 
 
 def test_helm_test_hook_checks_healthz() -> None:
@@ -683,7 +683,7 @@ def test_helm_test_hook_checks_healthz() -> None:
     assert not find(render("--set", "test.enabled=false"), "Pod")
 
 
-# --- the image ----------------------------------------------------------------------------------------------------------
+# --- the image --------------------------------------------------------------------------------------------------------
 
 
 def test_dockerfile_and_chart_agree() -> None:

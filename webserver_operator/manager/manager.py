@@ -55,8 +55,9 @@ def _pod_namespace() -> str | None:
 
 
 def _identity() -> str:
-    """Pod (or host) name plus a random suffix, as controller-runtime does: a restarted process must never take a
-    Lease its previous incarnation still appears to hold, since the holder may be acting on stale state.
+    """Pod (or host) name plus a random suffix, as controller-runtime does.
+
+    A restarted process must never take over a Lease its previous incarnation still appears to hold.
     """
     return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
 

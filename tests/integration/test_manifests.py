@@ -1,0 +1,282 @@
+"""The shipped manifests (config/ via kustomize, the Helm chart) against a real API server.
+
+A render that only looks right proves little: the API server is the judge of field names (strict field
+validation), RBAC objects, the CRD and, through Pod Security admission, the pod spec. Everything here is a
+server-side dry run except the RBAC test, which binds the chart's roles for real and asks the authorizer what the
+operator's ServiceAccount may do (`kubectl auth can-i --list`), so "least privilege" is checked by Kubernetes itself.
+
+A dry run of a Deployment does not run pod admission (Pod Security judges pods, and the Deployment controller makes
+them later), so the operator's pod template is also submitted as a bare Pod in a namespace that enforces
+`restricted`, next to a Pod that must be rejected there (proof the enforcement is on).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.support.cluster import Cluster
+from tests.unit.test_chart import LEADER_ELECTION_RULES, MANAGER_RULES, Rule, restricted_violations
+from webserver_operator.api.crd import CRD_FILE_NAME, CRD_NAME
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "webserver-operator"
+CONFIG = ROOT / "config"
+
+# What any authenticated identity may do (system:basic-user, system:discovery, system:public-info-viewer).
+_DEFAULT_RULES = {
+    ("authentication.k8s.io", "selfsubjectreviews", "create"),
+    ("authorization.k8s.io", "selfsubjectaccessreviews", "create"),
+    ("authorization.k8s.io", "selfsubjectrulesreviews", "create"),
+}
+_CAN_I_LINE = re.compile(r"^(\S*)\s+\[(.*?)\]\s+\[(.*?)\]\s+\[(.*?)\]\s*$")
+
+
+@pytest.fixture
+def restricted_namespace(cluster: Cluster, namespace: str) -> str:
+    """The test namespace, enforcing the `restricted` Pod Security Standard."""
+    cluster.kubectl(
+        "label",
+        "namespace",
+        namespace,
+        "pod-security.kubernetes.io/enforce=restricted",
+        "pod-security.kubernetes.io/enforce-version=latest",
+    )
+    return namespace
+
+
+@pytest.fixture
+def other_namespace(cluster: Cluster) -> Iterator[str]:
+    name = f"t-manifests-other-{uuid.uuid4().hex[:6]}"
+    cluster.kubectl("create", "namespace", name)
+    cluster.kubectl("label", "namespace", name, "webserver-operator.dev/test=true")
+    try:
+        yield name
+    finally:
+        cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
+
+
+def _docs(text: str) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+def _dump(docs: list[dict[str, Any]]) -> str:
+    return yaml.safe_dump_all(docs, sort_keys=False)
+
+
+def _server_dry_run(cluster: Cluster, docs: list[dict[str, Any]]) -> None:
+    """kubectl apply --dry-run=server (strict field validation): every object must be accepted."""
+    result = cluster.kubectl("apply", "--dry-run=server", "-f", "-", input=_dump(docs), check=False, timeout=120)
+    assert result.returncode == 0, f"API server rejected the manifests:\n{result.stderr}"
+    accepted = [line for line in result.stdout.splitlines() if line.endswith("(server dry run)")]
+    assert len(accepted) == len(docs), result.stdout
+
+
+def _helm_template(cluster: Cluster, release: str, namespace: str, *args: str) -> list[dict[str, Any]]:
+    assert cluster.helm_path.is_file(), f"helm not found at {cluster.helm_path}: run `make tools`"
+    result = subprocess.run(
+        [str(cluster.helm_path), "template", release, str(CHART), "--namespace", namespace, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=cluster.env(),
+    )
+    assert result.returncode == 0, result.stderr
+    return _docs(result.stdout)
+
+
+def _kustomize_into(cluster: Cluster, namespace: str, tmp_path: Path) -> list[dict[str, Any]]:
+    """config/default rendered through an overlay that only moves it into ``namespace``."""
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    base = os.path.relpath(CONFIG / "default", overlay)  # kustomize refuses absolute paths
+    (overlay / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                "kind": "Kustomization",
+                "namespace": namespace,
+                "resources": [base],
+            }
+        )
+    )
+    return _docs(cluster.kubectl("kustomize", str(overlay)).stdout)
+
+
+def _bare_pod(template: dict[str, Any], name: str, namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": template["metadata"].get("labels", {})},
+        "spec": template["spec"],
+    }
+
+
+def _create_dry_run(cluster: Cluster, pod: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    return cluster.kubectl("create", "--dry-run=server", "-o", "name", "-f", "-", input=json.dumps(pod), check=False)
+
+
+def _assert_restricted_pss_admits(cluster: Cluster, pod: dict[str, Any]) -> None:
+    assert restricted_violations(pod["spec"]) == []
+    result = _create_dry_run(cluster, pod)
+    assert result.returncode == 0, f"Pod Security admission rejected {pod['metadata']['name']}: {result.stderr}"
+    assert "violates PodSecurity" not in result.stderr, result.stderr
+
+
+def _assert_enforcement_is_on(cluster: Cluster, namespace: str) -> None:
+    """A pod with no securityContext at all must be rejected: otherwise the admissions above prove nothing."""
+    naive = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "naive", "namespace": namespace},
+        "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]},
+    }
+    result = _create_dry_run(cluster, naive)
+    assert result.returncode != 0, "a pod without securityContext was admitted: is PodSecurity enforcing?"
+    assert "violates PodSecurity" in result.stderr, result.stderr
+
+
+def _ensure_crd(cluster: Cluster) -> None:
+    """The CRD for the sample: created from config/crd when absent, never modified when present (Helm may own it)."""
+    if not cluster.kubectl("get", "crd", CRD_NAME, "--ignore-not-found", "-o", "name").stdout.strip():
+        result = cluster.kubectl("create", "-f", str(CONFIG / "crd" / "bases" / CRD_FILE_NAME), check=False)
+        assert result.returncode == 0 or "AlreadyExists" in result.stderr, result.stderr
+    cluster.kubectl("wait", "--for=condition=Established", f"crd/{CRD_NAME}", "--timeout=60s", timeout=90)
+
+
+def _can_i(cluster: Cluster, service_account: str, sa_namespace: str, namespace: str) -> dict[Rule, set[str]]:
+    """What the authorizer lets the ServiceAccount do in ``namespace``: {(group, resource, verb): resourceNames}."""
+    out = cluster.kubectl(
+        "auth", "can-i", "--list", f"--as=system:serviceaccount:{sa_namespace}:{service_account}", "-n", namespace
+    ).stdout
+    granted: dict[Rule, set[str]] = {}
+    for line in out.splitlines()[1:]:
+        match = _CAN_I_LINE.match(line)
+        assert match, f"unexpected `kubectl auth can-i --list` line: {line!r}"
+        token, _urls, names, verbs = match.groups()
+        if not token:
+            continue  # non-resource URLs (discovery, /healthz...) granted to everyone
+        resource_and_group, _, subresource = token.partition("/")
+        resource, _, group = resource_and_group.partition(".")
+        if subresource:
+            resource = f"{resource}/{subresource}"
+        for verb in verbs.split():
+            granted.setdefault((group, resource, verb), set()).update(names.split())
+    for rule in _DEFAULT_RULES:
+        granted.pop(rule, None)
+    return granted
+
+
+# --- config/ (kustomize) ----------------------------------------------------------------------------------------------
+
+
+def test_kustomize_default_is_accepted_by_the_api_server(
+    cluster: Cluster, restricted_namespace: str, tmp_path: Path
+) -> None:
+    docs = _kustomize_into(cluster, restricted_namespace, tmp_path)
+    kinds = sorted(d["kind"] for d in docs)
+    assert kinds == sorted(
+        [
+            "Namespace",
+            "CustomResourceDefinition",
+            "ServiceAccount",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Role",
+            "RoleBinding",
+            "Service",
+            "Deployment",
+        ]
+    )
+    (namespace_doc,) = [d for d in docs if d["kind"] == "Namespace"]
+    assert namespace_doc["metadata"]["name"] == restricted_namespace
+    _server_dry_run(cluster, docs)
+
+
+def test_kustomize_manager_pod_is_admitted_in_a_restricted_namespace(
+    cluster: Cluster, restricted_namespace: str, tmp_path: Path
+) -> None:
+    docs = _kustomize_into(cluster, restricted_namespace, tmp_path)
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    template = deployment["spec"]["template"]
+    template["spec"]["serviceAccountName"] = "default"  # the dry run does not create the ServiceAccount
+    _assert_enforcement_is_on(cluster, restricted_namespace)
+    _assert_restricted_pss_admits(cluster, _bare_pod(template, "kustomize-manager", restricted_namespace))
+
+
+def test_sample_webserver_is_accepted(cluster: Cluster, namespace: str) -> None:
+    _ensure_crd(cluster)
+    docs = _docs(cluster.kubectl("kustomize", str(CONFIG / "samples")).stdout)
+    for doc in docs:
+        doc["metadata"]["namespace"] = namespace
+    _server_dry_run(cluster, docs)
+
+
+# --- the Helm chart ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("watch", [False, True], ids=["all-namespaces", "watchNamespaces"])
+def test_helm_template_is_accepted_by_the_api_server(
+    cluster: Cluster, restricted_namespace: str, other_namespace: str, watch: bool
+) -> None:
+    args = ["--set", f"watchNamespaces={{{other_namespace},{restricted_namespace}}}"] if watch else []
+    args += ["--set", "podDisruptionBudget.enabled=true"]
+    docs = _helm_template(cluster, "manifests", restricted_namespace, *args)
+    kinds = {d["kind"] for d in docs}
+    assert {"Deployment", "ServiceAccount", "Role", "RoleBinding", "Pod", "PodDisruptionBudget"} <= kinds
+    assert ("ClusterRole" in kinds) is not watch
+    # The `helm test` Pod is in the list: the dry run admits it through Pod Security in the restricted namespace.
+    _server_dry_run(cluster, docs)
+
+
+def test_chart_pods_are_admitted_by_restricted_pod_security(cluster: Cluster, restricted_namespace: str) -> None:
+    docs = _helm_template(cluster, "pss", restricted_namespace)
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    template = deployment["spec"]["template"]
+    template["spec"]["serviceAccountName"] = "default"  # the dry run does not create the ServiceAccount
+    _assert_enforcement_is_on(cluster, restricted_namespace)
+    _assert_restricted_pss_admits(cluster, _bare_pod(template, "chart-manager", restricted_namespace))
+    (test_pod,) = [d for d in docs if d["kind"] == "Pod"]
+    _assert_restricted_pss_admits(cluster, test_pod)
+
+
+@pytest.mark.parametrize("watch", [False, True], ids=["all-namespaces", "watchNamespaces"])
+def test_chart_rbac_grants_exactly_what_the_operator_uses(
+    cluster: Cluster, restricted_namespace: str, other_namespace: str, watch: bool
+) -> None:
+    release = f"rbac-{uuid.uuid4().hex[:6]}"
+    args = ["--set", f"watchNamespaces={{{other_namespace}}}"] if watch else []
+    docs = _helm_template(cluster, release, restricted_namespace, *args)
+    rbac_kinds = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+    rbac = [d for d in docs if d["kind"] in rbac_kinds]
+    (service_account,) = [d["metadata"]["name"] for d in rbac if d["kind"] == "ServiceAccount"]
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    args_ = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    (lease,) = [a.split("=", 1)[1] for a in args_ if a.startswith("--leader-election-id=")]
+    cluster_scoped = [d for d in rbac if d["kind"].startswith("Cluster")]
+    try:
+        cluster.apply(_dump(rbac))
+        in_release_ns = _can_i(cluster, service_account, restricted_namespace, restricted_namespace)
+        in_watched_ns = _can_i(cluster, service_account, restricted_namespace, other_namespace)
+    finally:
+        for doc in cluster_scoped:
+            cluster.kubectl("delete", doc["kind"], doc["metadata"]["name"], "--ignore-not-found", check=False)
+
+    leader = {rule: ({lease} if rule[2] in ("get", "update") else set()) for rule in LEADER_ELECTION_RULES}
+    manager: dict[Rule, set[str]] = {rule: set() for rule in MANAGER_RULES}
+    if watch:
+        assert in_release_ns == leader
+        assert in_watched_ns == manager
+    else:
+        assert in_release_ns == manager | leader
+        assert in_watched_ns == manager
