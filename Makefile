@@ -65,6 +65,10 @@ test-integration: venv tools ## Integration tests against the local control plan
 test-e2e: venv tools ## End-to-end tests (installed Helm chart) on CLUSTER=local|existing|kind.
 	$(PY) -m pytest tests/e2e $(PYTEST_ARGS)
 
+.PHONY: e2e-kind
+e2e-kind: venv ## e2e suite on a kind cluster with the real image (needs a Docker engine; builds kind on demand).
+	CLUSTER=kind $(PY) -m pytest tests/e2e $(PYTEST_ARGS)
+
 .PHONY: test
 test: lint tools ## Everything CI runs: lint, unit, integration and e2e tests on the local control plane.
 	$(PY) -m pytest tests $(PYTEST_ARGS)

@@ -8,9 +8,28 @@ cd "${ROOT}"
 STATE="${XDG_CACHE_HOME:-${HOME}/.cache}/webserver-operator/demo"
 mkdir -p "${STATE}"
 BIN="$(hack/tools.sh bindir)"
+k() { "${BIN}/kubectl" --kubeconfig "${KUBECONFIG_PATH}" "$@"; }
+
+if [[ "${CLUSTER:-local}" == "kind" ]]; then
+  # Real containers: the image built from the Dockerfile, installed with the Helm chart.
+  hack/kind.sh up
+  KUBECONFIG_PATH="$(hack/kind.sh kubeconfig)"
+  "${BIN}/helm" --kubeconfig "${KUBECONFIG_PATH}" upgrade --install webserver-operator charts/webserver-operator \
+    -n webserver-operator-system --create-namespace --set image.pullPolicy=IfNotPresent --take-ownership --wait
+  k apply -f config/samples/web_v1_webserver.yaml
+  k wait --for=condition=Ready webserver/webserver-sample --timeout=180s
+  k get webserver,deployment,service,pods -l app.kubernetes.io/instance=webserver-sample
+  cat <<TXT
+
+Try: kubectl --kubeconfig ${KUBECONFIG_PATH} scale webserver/webserver-sample --replicas=4
+     kubectl --kubeconfig ${KUBECONFIG_PATH} logs -n webserver-operator-system deploy/webserver-operator
+Stop: hack/kind.sh down
+TXT
+  exit 0
+fi
+
 hack/cluster.sh up
 KUBECONFIG_PATH="$(hack/cluster.sh kubeconfig)"
-k() { "${BIN}/kubectl" --kubeconfig "${KUBECONFIG_PATH}" "$@"; }
 
 echo "== installing the CRD (server-side apply, as for upgrades)"
 k apply --server-side --force-conflicts --field-manager=webserver-operator-demo -f config/crd/bases/ >/dev/null
@@ -37,21 +56,21 @@ k wait --for=condition=Ready webserver/webserver-sample --timeout=90s
 k get webserver,deployment,service,pods -l app.kubernetes.io/instance=webserver-sample
 k get webserver webserver-sample
 
-K="kubectl --kubeconfig $(printf %q "${KUBECONFIG_PATH}")"
 cat <<TXT
 
 The operator is running (pid $(cat "${STATE}/operator.pid"), log ${STATE}/operator.log). Try:
 
-  export PATH="${BIN}:\$PATH"     # the kubectl built for this cluster (v1.36)
-  $K get webservers                                  # short name: ws
-  $K scale webserver/webserver-sample --replicas=4
-  $K describe webserver webserver-sample             # status, conditions, events
-  $K patch ws webserver-sample --type=merge -p '{"spec":{"image":"nginx:1.28"}}'
-  $K delete deployment webserver-sample              # the operator recreates it
-  $K wait --for=condition=Ready webserver/webserver-sample
-  $K explain webserver.spec
+  export KUBECONFIG=${KUBECONFIG_PATH}
+  export PATH="${BIN}:\$PATH"                     # the kubectl built for this cluster (v1.36)
+  kubectl get webservers                                    # short name: ws
+  kubectl scale webserver/webserver-sample --replicas=4
+  kubectl describe webserver webserver-sample               # status, conditions, events
+  kubectl patch ws webserver-sample --type=merge -p '{"spec":{"image":"nginx:1.28"}}'
+  kubectl delete deployment webserver-sample                # the operator recreates it
+  kubectl wait --for=condition=Ready webserver/webserver-sample
+  kubectl explain webserver.spec
   curl -s http://127.0.0.1:8080/metrics | grep controller_runtime_reconcile_total
   curl -s http://127.0.0.1:8081/readyz
 
-Stop: kill \$(cat ${STATE}/operator.pid) && make cluster-down
+Stop: make cluster-down (stops the demo operator too)
 TXT

@@ -23,9 +23,11 @@ export GOFLAGS="-mod=mod"
 cache_root="${XDG_CACHE_HOME:-${HOME}/.cache}/webserver-operator/tools"
 
 tools_key() {
-  # The key covers every pinned version, the recipe revision and the Go toolchain that builds them.
+  # The key covers the pinned versions of what is built, the recipe revision and the Go toolchain (not runtime-only
+  # settings such as KIND_NODE_IMAGE, which would otherwise force a rebuild for nothing).
   {
-    grep -E '^[A-Z_]+=' "${ROOT}/hack/versions.env"
+    grep -E '^(KUBERNETES_VERSION|KUBERNETES_STAGING_VERSION|ETCD_VERSION|KWOK_VERSION|HELM_VERSION|KIND_VERSION|TOOLS_RECIPE)=' \
+      "${ROOT}/hack/versions.env"
     go env GOVERSION GOOS GOARCH
   } | sha256sum | cut -c1-12
 }
@@ -121,7 +123,7 @@ PY
   local cmds=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
   local pkgs=()
   for c in "${cmds[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/${c}"); done
-  log "kubernetes: go build ${cmds[*]} (one build; cold on 2 cores this is the long pole, ~20-40 min)"
+  log "kubernetes: go build ${cmds[*]} (one build; the long pole: about 5 minutes cold on 2 cores)"
   (cd "${dir}" && run_logged kubernetes-build go build -trimpath -ldflags "$(k8s_ldflags)" -o "${BIN}/" "${pkgs[@]}")
   mark kubernetes "${KUBERNETES_VERSION}"
 }

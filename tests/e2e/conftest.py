@@ -1,0 +1,168 @@
+"""The installed chart, and the operator it describes, for the e2e suite (one suite, two backends).
+
+- local control plane (CI): kwok nodes run no containers, so the chart's operator pod is only simulated. The operator
+  runs as a host process instead, with the args and env of the Deployment the chart installed (the chart's values are
+  what is exercised; bind addresses and log format are overridden so the test can find and read it) and a token of
+  the chart's ServiceAccount (the chart's RBAC is what is exercised).
+- kind: the image built from the Dockerfile runs as the chart's pod; nothing is substituted.
+
+CRD ownership is handled explicitly: integration tests may already have applied the CRD outside Helm, so the
+release is installed with ``--take-ownership`` (the CRD then carries Helm's annotations and ``crds.keep`` protects it
+on uninstall).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.support.cluster import ROOT, Cluster, wait_until
+from tests.support.operator import OperatorProcess
+
+CHART = ROOT / "charts" / "webserver-operator"
+FULLNAME = "webserver-operator"
+HOST_OVERRIDDEN = ("--metrics-bind-address", "--health-probe-bind-address", "--log-format", "--log-level")
+
+
+def helm(cluster: Cluster, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    cmd = [str(cluster.helm_path), "--kubeconfig", str(cluster.kubeconfig), *args]
+    if cluster.context:
+        cmd += ["--kube-context", cluster.context]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False, env=cluster.env())
+    if check and result.returncode != 0:
+        raise AssertionError(f"helm {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
+    return result
+
+
+@dataclass
+class Release:
+    """A Helm release of the chart plus the operator it runs (host process locally, the pod on kind)."""
+
+    cluster: Cluster
+    name: str
+    namespace: str
+    workdir: Path
+    values: list[str] = field(default_factory=list)
+    host_operator: OperatorProcess | None = None
+
+    @property
+    def in_cluster(self) -> bool:
+        return self.cluster.backend == "kind"
+
+    def helm_values(self) -> list[str]:
+        base = ["--set", f"fullnameOverride={FULLNAME}"]
+        if self.in_cluster:
+            base += ["--set", "image.pullPolicy=IfNotPresent"]
+        return base + self.values
+
+    def install(self) -> None:
+        helm(
+            self.cluster,
+            "install",
+            self.name,
+            str(CHART),
+            "-n",
+            self.namespace,
+            "--take-ownership",
+            *self.helm_values(),
+        )
+
+    def upgrade(self, *values: str) -> None:
+        self.values += list(values)
+        helm(self.cluster, "upgrade", self.name, str(CHART), "-n", self.namespace, *self.helm_values())
+
+    def deployment(self) -> dict[str, Any]:
+        return self.cluster.get_json("deployment", FULLNAME, namespace=self.namespace)
+
+    def start_operator(self) -> None:
+        """Run the operator the installed Deployment describes, and wait until it is ready."""
+        if self.in_cluster:
+            self.cluster.kubectl(
+                "rollout", "status", f"deployment/{FULLNAME}", "-n", self.namespace, "--timeout=180s", timeout=200
+            )
+            return
+        self.stop_operator()
+        spec = self.deployment()["spec"]["template"]["spec"]
+        (container,) = spec["containers"]
+        args = [a for a in container.get("args", []) if not a.startswith(HOST_OVERRIDDEN)]
+        env = dict(os.environ)
+        for var in container.get("env", []):
+            if "value" in var:
+                env[var["name"]] = var["value"]
+            elif var.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "metadata.name":
+                env[var["name"]] = f"{FULLNAME}-host-{uuid.uuid4().hex[:5]}"
+            elif var.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "metadata.namespace":
+                env[var["name"]] = self.namespace
+        env.pop("KUBECONFIG", None)
+        kubeconfig = self._serviceaccount_kubeconfig(spec["serviceAccountName"])
+        self.host_operator = OperatorProcess(
+            kubeconfig=kubeconfig, args=args, env=env, log_path=self.workdir / "operator.log"
+        ).wait_started(timeout=60)
+
+    def stop_operator(self) -> None:
+        if self.host_operator is not None:
+            code = self.host_operator.stop()
+            assert code == 0, f"operator exited with {code}:\n{self.host_operator.tail()}"
+            self.host_operator = None
+
+    def metric(self, name: str, labels: dict[str, str] | None = None) -> float:
+        if self.host_operator is not None:
+            return self.host_operator.metric(name, labels)
+        raw = self.cluster.kubectl(
+            "get", "--raw", f"/api/v1/namespaces/{self.namespace}/services/{FULLNAME}-metrics:metrics/proxy/metrics"
+        ).stdout
+        from prometheus_client.parser import text_string_to_metric_families  # noqa: PLC0415
+
+        return sum(
+            s.value
+            for fam in text_string_to_metric_families(raw)
+            for s in fam.samples
+            if s.name == name and all(s.labels.get(k) == v for k, v in (labels or {}).items())
+        )
+
+    def _serviceaccount_kubeconfig(self, serviceaccount: str) -> Path:
+        token = self.cluster.kubectl(
+            "create", "token", serviceaccount, "-n", self.namespace, "--duration=2h"
+        ).stdout.strip()
+        admin = json.loads(self.cluster.kubectl("config", "view", "--raw", "--minify", "-o", "json").stdout)
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "cluster", "cluster": admin["clusters"][0]["cluster"]}],
+            "users": [{"name": serviceaccount, "user": {"token": token}}],
+            "contexts": [{"name": "sa", "context": {"cluster": "cluster", "user": serviceaccount}}],
+            "current-context": "sa",
+        }
+        path = self.workdir / "serviceaccount.kubeconfig"
+        path.write_text(yaml.safe_dump(config))
+        return path
+
+
+@pytest.fixture(scope="module")
+def release(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Release]:
+    namespace = f"wo-e2e-{uuid.uuid4().hex[:6]}"
+    cluster.kubectl("create", "namespace", namespace)
+    cluster.kubectl("label", "namespace", namespace, "pod-security.kubernetes.io/enforce=restricted")
+    rel = Release(cluster=cluster, name="wo", namespace=namespace, workdir=tmp_path_factory.mktemp("release"))
+    rel.install()
+    wait_until(
+        lambda: cluster.get_or_none("deployment", FULLNAME, namespace=namespace),
+        timeout=30,
+        message="the chart's Deployment",
+    )
+    rel.start_operator()
+    try:
+        yield rel
+    finally:
+        rel.stop_operator()
+        helm(cluster, "uninstall", rel.name, "-n", namespace, check=False)
+        cluster.kubectl("delete", "namespace", namespace, "--wait=false", "--ignore-not-found", check=False)
