@@ -126,3 +126,10 @@ def test_manifests_command_writes_what_is_committed(tmp_path: Path, capsys: pyte
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["version"]) == 0
     assert capsys.readouterr().out.strip() == "webserver-operator 0.1.0"
+
+
+def test_readme_documents_every_setting() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for name in Settings.model_fields:
+        row = f"| `--{name.replace('_', '-')}` | `WEBSERVER_OPERATOR_{name.upper()}` |"
+        assert row in readme, f"README's configuration table lacks {name}: add the row {row}"
