@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,10 +57,5 @@ def cluster() -> Iterator[Cluster]:
 def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace named after the test, deleted (without waiting) afterwards."""
     base = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
-    name = f"t-{base}-{uuid.uuid4().hex[:6]}"
-    cluster.kubectl("create", "namespace", name)
-    cluster.kubectl("label", "namespace", name, "webserver-operator.dev/test=true")
-    try:
+    with cluster.temporary_namespace(f"t-{base}") as name:
         yield name
-    finally:
-        cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)

@@ -13,7 +13,6 @@ on uninstall).
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import uuid
@@ -23,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from tests.support.cluster import ROOT, Cluster, wait_until
 from tests.support.operator import OperatorProcess
@@ -130,28 +128,20 @@ class Release:
         )
 
     def _serviceaccount_kubeconfig(self, serviceaccount: str) -> Path:
-        token = self.cluster.kubectl(
-            "create", "token", serviceaccount, "-n", self.namespace, "--duration=2h"
-        ).stdout.strip()
-        admin = json.loads(self.cluster.kubectl("config", "view", "--raw", "--minify", "-o", "json").stdout)
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "cluster", "cluster": admin["clusters"][0]["cluster"]}],
-            "users": [{"name": serviceaccount, "user": {"token": token}}],
-            "contexts": [{"name": "sa", "context": {"cluster": "cluster", "user": serviceaccount}}],
-            "current-context": "sa",
-        }
-        path = self.workdir / "serviceaccount.kubeconfig"
-        path.write_text(yaml.safe_dump(config))
-        return path
+        return self.cluster.serviceaccount_kubeconfig(
+            namespace=self.namespace, serviceaccount=serviceaccount, path=self.workdir / "serviceaccount.kubeconfig"
+        )
 
 
 @pytest.fixture(scope="module")
 def release(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Release]:
-    namespace = f"wo-e2e-{uuid.uuid4().hex[:6]}"
-    cluster.kubectl("create", "namespace", namespace)
-    cluster.kubectl("label", "namespace", namespace, "pod-security.kubernetes.io/enforce=restricted")
+    with cluster.temporary_namespace(
+        "wo-e2e", labels={"pod-security.kubernetes.io/enforce": "restricted"}
+    ) as namespace:
+        yield from _installed(cluster, namespace, tmp_path_factory)
+
+
+def _installed(cluster: Cluster, namespace: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Release]:
     rel = Release(cluster=cluster, name="wo", namespace=namespace, workdir=tmp_path_factory.mktemp("release"))
     rel.install()
     wait_until(
@@ -165,4 +155,3 @@ def release(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Itera
     finally:
         rel.stop_operator()
         helm(cluster, "uninstall", rel.name, "-n", namespace, check=False)
-        cluster.kubectl("delete", "namespace", namespace, "--wait=false", "--ignore-not-found", check=False)

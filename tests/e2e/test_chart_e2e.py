@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import subprocess
 import urllib.request
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -24,12 +23,8 @@ SAMPLE = ROOT / "config" / "samples" / "web_v1_webserver.yaml"
 @pytest.fixture(scope="module")
 def app_namespace(cluster: Cluster, release: Release) -> Iterator[str]:
     """The namespace users put their WebServers in (not the operator's)."""
-    name = f"e2e-app-{uuid.uuid4().hex[:6]}"
-    cluster.kubectl("create", "namespace", name)
-    try:
+    with cluster.temporary_namespace("e2e-app") as name:
         yield name
-    finally:
-        cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
 
 
 def test_operator_pod_is_admitted_in_a_restricted_namespace(cluster: Cluster, release: Release) -> None:

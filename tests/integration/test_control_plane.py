@@ -11,8 +11,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tests.support.cluster import Cluster, wait_until
 
 
@@ -93,22 +91,7 @@ def test_garbage_collector_removes_dependents_of_a_deleted_owner(cluster: Cluste
 
 def test_rbac_denies_a_serviceaccount_without_permissions(cluster: Cluster, namespace: str, tmp_path: Path) -> None:
     cluster.kubectl("create", "serviceaccount", "nobody", "-n", namespace)
-    token = cluster.kubectl("create", "token", "nobody", "-n", namespace, "--duration=10m").stdout.strip()
-    admin = json.loads(cluster.kubectl("config", "view", "--raw", "--minify", "-o", "json").stdout)
-    server = admin["clusters"][0]["cluster"]
-    kubeconfig = tmp_path / "nobody.kubeconfig"
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": server}],
-                "users": [{"name": "nobody", "user": {"token": token}}],
-                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "nobody"}}],
-                "current-context": "c",
-            }
-        )
-    )
+    kubeconfig = cluster.serviceaccount_kubeconfig(namespace=namespace, serviceaccount="nobody", path=tmp_path / "k")
     result = Cluster(backend="token", kubeconfig=kubeconfig, bin_dir=cluster.bin_dir).kubectl(
         "get", "--raw", f"/api/v1/namespaces/{namespace}/pods", check=False
     )

@@ -56,13 +56,8 @@ def restricted_namespace(cluster: Cluster, namespace: str) -> str:
 
 @pytest.fixture
 def other_namespace(cluster: Cluster) -> Iterator[str]:
-    name = f"t-manifests-other-{uuid.uuid4().hex[:6]}"
-    cluster.kubectl("create", "namespace", name)
-    cluster.kubectl("label", "namespace", name, "webserver-operator.dev/test=true")
-    try:
+    with cluster.temporary_namespace("t-manifests-other") as name:
         yield name
-    finally:
-        cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
 
 
 def _docs(text: str) -> list[dict[str, Any]]:

@@ -7,7 +7,6 @@ leader is replaced within lease duration + 2 retry periods, a leader that exits 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import threading
@@ -29,18 +28,7 @@ from webserver_operator.manager.settings import Settings
 
 def _token_kubeconfig(cluster: Cluster, namespace: str, sa: str, path: Path) -> Path:
     cluster.kubectl("create", "serviceaccount", sa, "-n", namespace)
-    token = cluster.kubectl("create", "token", sa, "-n", namespace, "--duration=1h").stdout.strip()
-    admin = json.loads(cluster.kubectl("config", "view", "--raw", "--minify", "-o", "json").stdout)
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "c", "cluster": admin["clusters"][0]["cluster"]}],
-        "users": [{"name": sa, "user": {"token": token}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": sa}}],
-        "current-context": "c",
-    }
-    path.write_text(yaml.safe_dump(config))
-    return path
+    return cluster.serviceaccount_kubeconfig(namespace=namespace, serviceaccount=sa, path=path)
 
 
 def test_readyz_waits_for_synced_caches_and_healthz_ignores_api_errors(

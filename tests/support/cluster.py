@@ -15,15 +15,19 @@ Backends (environment variable CLUSTER):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 HACK = ROOT / "hack"
@@ -106,6 +110,33 @@ class Cluster:
         text = manifest if isinstance(manifest, str) else json.dumps(manifest)
         ns = ["-n", namespace] if namespace else []
         self.kubectl("apply", *ns, "-f", "-", input=text)
+
+    @contextlib.contextmanager
+    def temporary_namespace(self, prefix: str, *, labels: dict[str, str] | None = None) -> Iterator[str]:
+        """A fresh namespace ``<prefix>-<random>`` (test-labelled), deleted without waiting afterwards."""
+        name = f"{prefix[:50].rstrip('-')}-{uuid.uuid4().hex[:6]}"
+        self.kubectl("create", "namespace", name)
+        all_labels = {"webserver-operator.dev/test": "true", **(labels or {})}
+        self.kubectl("label", "namespace", name, *(f"{k}={v}" for k, v in all_labels.items()))
+        try:
+            yield name
+        finally:
+            self.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
+
+    def serviceaccount_kubeconfig(self, *, namespace: str, serviceaccount: str, path: Path) -> Path:
+        """A kubeconfig that authenticates as the ServiceAccount (TokenRequest), for RBAC-true runs."""
+        token = self.kubectl("create", "token", serviceaccount, "-n", namespace, "--duration=2h").stdout.strip()
+        admin = json.loads(self.kubectl("config", "view", "--raw", "--minify", "-o", "json").stdout)
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "cluster", "cluster": admin["clusters"][0]["cluster"]}],
+            "users": [{"name": serviceaccount, "user": {"token": token}}],
+            "contexts": [{"name": "sa", "context": {"cluster": "cluster", "user": serviceaccount}}],
+            "current-context": "sa",
+        }
+        path.write_text(yaml.safe_dump(config))
+        return path
 
     def env(self) -> dict[str, str]:
         """Environment for child processes (operator, helm) that should talk to this cluster."""
