@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support.chart import LEADER_ELECTION_RULES, MANAGER_RULES, Rule, restricted_violations
 from tests.support.cluster import Cluster
-from tests.unit.test_chart import LEADER_ELECTION_RULES, MANAGER_RULES, Rule, restricted_violations
 from webserver_operator.api.crd import CRD_FILE_NAME, CRD_NAME
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.unit.test_chart import (
+from tests.support.chart import (
     LEADER_ELECTION_RULES,
     MANAGER_RULES,
     find,

@@ -1,0 +1,237 @@
+"""Chart rendering helpers and the expectations shared by the chart, kustomize and manifest tests.
+
+The RBAC rules the operator needs and the restricted Pod Security checklist live here once, so the unit tests
+(rendered templates), the kustomize tests and the integration tests (real API server) check the same thing.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.support.cluster import tools_bin
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "webserver-operator"
+RELEASE = "rel"
+NAMESPACE = "ops"
+FULLNAME = f"{RELEASE}-webserver-operator"
+LEASE = f"{FULLNAME}-leader"
+GROUP = "web.webserver-operator.dev"
+
+Rule = tuple[str, str, str]
+
+# Exactly what the operator does, as (apiGroup, resource, verb). Anything more is a privilege it does not need,
+# anything less breaks it on some cluster.
+MANAGER_RULES: frozenset[Rule] = frozenset(
+    {(GROUP, "webservers", v) for v in ("get", "list", "watch")}
+    | {(GROUP, "webservers/status", v) for v in ("get", "update", "patch")}
+    | {(GROUP, "webservers/finalizers", "update")}
+    | {("apps", "deployments", v) for v in ("get", "list", "watch", "create", "patch")}
+    | {("", "services", v) for v in ("get", "list", "watch", "create", "patch")}
+    | {("", "events", v) for v in ("create", "patch")}
+)
+LEADER_ELECTION_RULES: frozenset[Rule] = frozenset(
+    {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")}
+)
+OPERATOR_RULES: frozenset[Rule] = MANAGER_RULES | LEADER_ELECTION_RULES
+
+# Pod Security Standards, restricted profile (https://kubernetes.io/docs/concepts/security/pod-security-standards/).
+_RESTRICTED_VOLUME_TYPES = {
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "persistentVolumeClaim",
+    "projected",
+    "secret",
+}
+
+
+# --- helpers shared with the other chart/manifest tests -----------------------------------------------------------
+
+
+def helm_binary() -> Path:
+    """The helm built by `make tools`; fails the test (never skips) when it is missing."""
+    try:
+        path = tools_bin() / "helm"
+    except (OSError, subprocess.CalledProcessError) as err:
+        pytest.fail(f"cannot locate the tools cache ({err}): run `make tools`", pytrace=False)
+    if not path.is_file():
+        pytest.fail(f"helm not found at {path}: run `make tools`", pytrace=False)
+    return path
+
+
+def kubectl_binary() -> Path:
+    """The kubectl built by `make tools` (has `kubectl kustomize`); fails the test when it is missing."""
+    try:
+        path = tools_bin() / "kubectl"
+    except (OSError, subprocess.CalledProcessError) as err:
+        pytest.fail(f"cannot locate the tools cache ({err}): run `make tools`", pytrace=False)
+    if not path.is_file():
+        pytest.fail(f"kubectl not found at {path}: run `make tools`", pytrace=False)
+    return path
+
+
+def helm_template(
+    *args: str, release: str = RELEASE, namespace: str = NAMESPACE, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    cmd = [str(helm_binary()), "template", release, str(CHART), "--namespace", namespace, *args]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+    if check and result.returncode != 0:
+        raise AssertionError(f"helm template {' '.join(args)} failed: {result.stderr.strip()}")
+    return result
+
+
+def render(*args: str, release: str = RELEASE, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
+    """The chart's objects (including `helm test` hooks) for the given --set/-f arguments."""
+    text = helm_template(*args, release=release, namespace=namespace).stdout
+    return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+def find(docs: Iterable[Mapping[str, Any]], kind: str, name: str | None = None) -> list[dict[str, Any]]:
+    return [dict(d) for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
+
+
+def one(docs: Iterable[Mapping[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
+    found = find(docs, kind, name)
+    assert len(found) == 1, f"expected one {kind} {name or ''}, found {[d['metadata']['name'] for d in found]}"
+    return found[0]
+
+
+def rule_triples(rules: Iterable[Mapping[str, Any]]) -> set[Rule]:
+    """Flatten RBAC rules into (apiGroup, resource, verb); wildcards and non-resource URLs are errors."""
+    out: set[Rule] = set()
+    for rule in rules:
+        assert "nonResourceURLs" not in rule, rule
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                for verb in rule["verbs"]:
+                    assert "*" not in (group, resource, verb), f"wildcard in {rule}"
+                    out.add((group, resource, verb))
+    return out
+
+
+def _containers(spec: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    for key in ("initContainers", "containers", "ephemeralContainers"):
+        yield from spec.get(key) or []
+
+
+def restricted_violations(spec: Mapping[str, Any]) -> list[str]:
+    """Everything in a pod spec that the `restricted` Pod Security Standard forbids (baseline included)."""
+    problems: list[str] = []
+    pod_sc = spec.get("securityContext") or {}
+    for host in ("hostNetwork", "hostPID", "hostIPC"):
+        if spec.get(host):
+            problems.append(f"{host} is set")
+    for volume in spec.get("volumes") or []:
+        types = set(volume) - {"name"}
+        if not types <= _RESTRICTED_VOLUME_TYPES:
+            problems.append(f"volume {volume['name']} uses {sorted(types - _RESTRICTED_VOLUME_TYPES)}")
+    if pod_sc.get("runAsUser") == 0:
+        problems.append("pod runAsUser is 0")
+    if pod_sc.get("sysctls"):
+        problems.append("pod sets sysctls")
+    if pod_sc.get("seLinuxOptions", {}).get("type") not in (None, "container_t", "container_init_t", "container_kvm_t"):
+        problems.append("pod seLinuxOptions.type is not allowed")
+    pod_seccomp = (pod_sc.get("seccompProfile") or {}).get("type")
+    if pod_seccomp not in (None, "RuntimeDefault", "Localhost"):
+        problems.append(f"pod seccompProfile is {pod_seccomp}")
+    if pod_sc.get("appArmorProfile", {}).get("type") == "Unconfined":
+        problems.append("pod appArmorProfile is Unconfined")
+    for c in _containers(spec):
+        name = c["name"]
+        sc = c.get("securityContext") or {}
+        if sc.get("privileged"):
+            problems.append(f"{name}: privileged")
+        if sc.get("allowPrivilegeEscalation") is not False:
+            problems.append(f"{name}: allowPrivilegeEscalation is not false")
+        caps = sc.get("capabilities") or {}
+        if "ALL" not in (caps.get("drop") or []):
+            problems.append(f"{name}: capabilities.drop lacks ALL")
+        if set(caps.get("add") or []) - {"NET_BIND_SERVICE"}:
+            problems.append(f"{name}: adds capabilities {caps.get('add')}")
+        run_as_non_root = sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot"))
+        if run_as_non_root is not True:
+            problems.append(f"{name}: runAsNonRoot is not true")
+        if sc.get("runAsUser") == 0:
+            problems.append(f"{name}: runAsUser is 0")
+        seccomp = (sc.get("seccompProfile") or {}).get("type") or pod_seccomp
+        if seccomp not in ("RuntimeDefault", "Localhost"):
+            problems.append(f"{name}: seccompProfile is {seccomp}")
+        if sc.get("procMount") not in (None, "Default"):
+            problems.append(f"{name}: procMount {sc['procMount']}")
+        if sc.get("appArmorProfile", {}).get("type") == "Unconfined":
+            problems.append(f"{name}: appArmorProfile is Unconfined")
+        if sc.get("windowsOptions", {}).get("hostProcess"):
+            problems.append(f"{name}: hostProcess")
+        for port in c.get("ports") or []:
+            if port.get("hostPort"):
+                problems.append(f"{name}: hostPort {port['hostPort']}")
+    return problems
+
+
+def hardening_problems(spec: Mapping[str, Any]) -> list[str]:
+    """What this project asks beyond `restricted`: uid 65532, read-only root with /tmp, resources, probes."""
+    problems: list[str] = []
+    pod_sc = spec.get("securityContext") or {}
+    volumes = {v["name"]: v for v in spec.get("volumes") or []}
+    for c in spec["containers"]:
+        name = c["name"]
+        sc = c.get("securityContext") or {}
+        if sc.get("runAsUser", pod_sc.get("runAsUser")) != 65532:
+            problems.append(f"{name}: runAsUser is not 65532")
+        if sc.get("readOnlyRootFilesystem") is not True:
+            problems.append(f"{name}: readOnlyRootFilesystem is not true")
+        tmp = [m for m in c.get("volumeMounts") or [] if m["mountPath"] == "/tmp"]
+        if len(tmp) != 1 or "emptyDir" not in volumes.get(tmp[0]["name"], {}):
+            problems.append(f"{name}: /tmp is not an emptyDir")
+        resources = c.get("resources") or {}
+        for part in ("requests", "limits"):
+            if not {"cpu", "memory"} <= set(resources.get(part) or {}):
+                problems.append(f"{name}: resources.{part} lacks cpu or memory")
+        probes = {
+            kind: (c.get(kind) or {}).get("httpGet", {}).get("path") for kind in ("livenessProbe", "readinessProbe")
+        }
+        if probes != {"livenessProbe": "/healthz", "readinessProbe": "/readyz"}:
+            problems.append(f"{name}: probes are {probes}")
+    return problems
+
+
+def flag_values_of(args: Iterable[str], flag: str) -> list[str]:
+    return [a.split("=", 1)[1] for a in args if a.startswith(f"{flag}=")]
+
+
+def deployment_of(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    return one(docs, "Deployment", FULLNAME)
+
+
+def manager_of(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    containers = deployment_of(docs)["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["manager"]
+    return dict(containers[0])
+
+
+def granted_of(docs: list[dict[str, Any]], service_account: str) -> dict[str | None, set[Rule]]:
+    """Rules bound to the ServiceAccount: {namespace or None (cluster-wide): triples}."""
+    roles = {(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]): d for d in docs}
+    granted: dict[str | None, set[Rule]] = {}
+    for binding in docs:
+        if binding["kind"] not in ("ClusterRoleBinding", "RoleBinding"):
+            continue
+        subjects = binding["subjects"]
+        assert subjects == [{"kind": "ServiceAccount", "name": service_account, "namespace": NAMESPACE}], subjects
+        ref = binding["roleRef"]
+        ns = binding["metadata"].get("namespace") if binding["kind"] == "RoleBinding" else None
+        role = roles[(ref["kind"], None if ref["kind"] == "ClusterRole" else ns, ref["name"])]
+        granted.setdefault(ns, set()).update(rule_triples(role["rules"]))
+    return granted
+
+
+# --- lint and render ------------------------------------------------------------------------------------------------
