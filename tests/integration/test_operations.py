@@ -21,7 +21,7 @@ import yaml
 from tests.support.cluster import Cluster, wait_until
 from tests.support.operator import OperatorProcess
 from tests.support.proxy import FreezableProxy
-from tests.support.webservers import wait_field, wait_ready, webserver
+from tests.support.webservers import wait_condition, wait_field, wait_ready, webserver
 from webserver_operator.manager.manager import Operator
 from webserver_operator.manager.settings import Settings
 
@@ -75,6 +75,45 @@ def test_readyz_waits_for_synced_caches_and_healthz_ignores_api_errors(
         wait_until(lambda: op.probe("/readyz")[0] == 200, timeout=90, message=lambda: op.probe("/readyz")[1])
         cluster.apply(webserver("web", replicas=1), namespace=namespace)
         wait_ready(cluster, namespace, "web")
+    finally:
+        assert op.stop() == 0
+
+
+def test_missing_rbac_for_children_is_reported_on_the_webserver(
+    cluster: Cluster, crd: str, namespace: str, tmp_path: Path
+) -> None:
+    kubeconfig = _token_kubeconfig(cluster, namespace, "operator", tmp_path / "sa.kubeconfig")
+    rules = [  # everything but creating Deployments
+        ("web.webserver-operator.dev", "webservers", "get,list,watch"),
+        ("web.webserver-operator.dev", "webservers/status", "get,update,patch"),
+        ("apps", "deployments", "get,list,watch,patch"),
+        ("", "services", "get,list,watch,create,patch"),
+        ("", "events", "create,patch"),
+    ]
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": "operator"},
+        "rules": [{"apiGroups": [g], "resources": [r], "verbs": v.split(",")} for g, r, v in rules],
+    }
+    cluster.apply(role, namespace=namespace)
+    cluster.kubectl(
+        "create",
+        "rolebinding",
+        "operator",
+        "-n",
+        namespace,
+        "--role=operator",
+        f"--serviceaccount={namespace}:operator",
+    )
+    op = OperatorProcess(kubeconfig=kubeconfig, args=[f"--namespaces={namespace}"])
+    try:
+        op.wait_started(timeout=60)
+        cluster.apply(webserver("web", replicas=1), namespace=namespace)
+        cond = wait_condition(cluster, namespace, "web", status="False", reason="DeploymentForbidden")
+        assert 'Grant the operator\'s ServiceAccount "create" on resource "deployments"' in cond["message"], cond
+        assert cluster.get_or_none("service", "web", namespace=namespace) is not None  # the rest still converges
+        assert op.probe("/healthz")[0] == 200
     finally:
         assert op.stop() == 0
 

@@ -37,7 +37,7 @@ from webserver_operator.builders import (
     desired_deployment,
     desired_service,
 )
-from webserver_operator.kube.errors import Conflict, Forbidden, Invalid, NotFound
+from webserver_operator.kube.errors import ApiError, Conflict, Forbidden, Invalid, NotFound, TransportError
 from webserver_operator.kube.resources import DEPLOYMENTS, SERVICES, WEBSERVERS, Resource
 from webserver_operator.reconcile.conditions import set_condition
 from webserver_operator.reconcile.events import EventRecorder, RequestSender
@@ -82,6 +82,17 @@ class _Child:
     cache: ObjectReader
     desired: Callable[[WebServer], KubeObject]
     merge: Callable[[KubeObject, KubeObject], KubeObject]
+
+
+def _forbidden(kind: str, name: str, verb: str, err: Forbidden) -> ChildProblemError:
+    """403 on a child: missing RBAC, a terminating namespace, or an admission or quota denial.
+
+    Only a person can fix it, so it becomes Ready=False with the API's own message (naming the missing permission).
+    """
+    return ChildProblemError(
+        Problem(reason=f"{kind}Forbidden", message=f"cannot {verb} {kind} {name}: {err}"),
+        event_reason=f"{kind}Forbidden",
+    )
 
 
 class ChildProblemError(Exception):
@@ -147,6 +158,17 @@ class WebServerReconciler:
                     message=err.problem.message,
                     once_key=f"{err.problem.reason}/{ws.generation}/{err.problem.message}",
                 )
+            except (ApiError, TransportError) as err:
+                # Retried with backoff by the controller; tell the user once per distinct error, not per retry.
+                if not isinstance(err, Conflict | NotFound):
+                    await self._recorder.emit(
+                        obj,
+                        type_="Warning",
+                        reason="ReconcileError",
+                        message=f"{child.resource.kind} {ws.name}: {err} (retrying with backoff)",
+                        once_key=f"error/{ws.generation}/{type(err).__name__}/{getattr(err, 'status', '')}",
+                    )
+                raise
 
         status = compute_status(
             ws,
@@ -208,6 +230,8 @@ class WebServerReconciler:
                 Problem(reason=f"{kind}Invalid", message=f"the API server rejected the {kind} update: {err.message}"),
                 event_reason=f"{kind}Invalid",
             ) from err
+        except Forbidden as err:
+            raise _forbidden(kind, ws.name, "update", err) from err
         # Conflict (stale cache) and NotFound (deleted meanwhile) propagate: the retry starts from fresh state.
         what = "adopted orphaned" if adopting else "repaired drift in"
         metrics.DRIFT_REPAIRS.labels(kind=kind).inc()
@@ -244,12 +268,7 @@ class WebServerReconciler:
                 event_reason=f"{kind}Invalid",
             ) from err
         except Forbidden as err:
-            if "exceeded quota" in err.message or ("forbidden: " in err.message and "quota" in err.message):
-                raise ChildProblemError(
-                    Problem(reason=f"{kind}Forbidden", message=f"cannot create {kind} {ws.name}: {err.message}"),
-                    event_reason=f"{kind}Forbidden",
-                ) from err
-            raise
+            raise _forbidden(kind, ws.name, "create", err) from err
         log.info("created %s", kind, extra={"namespace": ws.namespace, "object_name": ws.name, "kind": kind})
         await self._recorder.emit(ws_obj, type_="Normal", reason="Created", message=f"Created {kind} {ws.name}")
         return created
