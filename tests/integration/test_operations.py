@@ -269,3 +269,38 @@ def test_sigterm_leader_releases_and_standby_takes_over_quickly(cluster: Cluster
     finally:
         for op in ops.values():
             op.stop()
+
+
+def test_deposed_leader_stops_and_exits_non_zero(cluster: Cluster, crd: str, namespace: str) -> None:
+    op = OperatorProcess(
+        kubeconfig=cluster.kubeconfig,
+        args=[
+            f"--namespaces={namespace}",
+            "--leader-elect",
+            f"--leader-election-namespace={namespace}",
+            "--lease-duration=4",
+            "--renew-deadline=3",
+            "--retry-period=1",
+        ],
+    )
+    try:
+        op.wait_started()
+        wait_until(lambda: op.metric("leader_election_master_status") == 1, timeout=15, message="leading")
+        cluster.kubectl(
+            "patch",
+            "lease",
+            "webserver-operator-leader",
+            "-n",
+            namespace,
+            "--type=merge",
+            "-p",
+            '{"spec":{"holderIdentity":"someone-else","leaseDurationSeconds":60}}',
+        )
+        taken = time.monotonic()
+        op.proc.wait(timeout=10)
+        print(f"\ndeposed leader exited {time.monotonic() - taken:.2f}s after its Lease was taken")
+        assert op.proc.returncode == 1, op.tail()
+        assert any("leader election lost" in line.get("msg", "") for line in op.snapshot()), op.tail()
+        assert _lease_holder(cluster, namespace) == "someone-else"  # not released over the new holder
+    finally:
+        op.stop()
