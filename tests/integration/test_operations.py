@@ -51,7 +51,7 @@ def test_readyz_waits_for_synced_caches_and_healthz_ignores_api_errors(
         # Grant what the operator needs in its namespace: it becomes ready without a restart.
         rules = [
             ("web.webserver-operator.dev", "webservers", "get,list,watch"),
-            ("web.webserver-operator.dev", "webservers/status", "get,update,patch"),
+            ("web.webserver-operator.dev", "webservers/status", "update"),
             ("apps", "deployments", "get,list,watch,create,patch"),
             ("", "services", "get,list,watch,create,patch"),
             ("", "events", "create,patch"),
@@ -85,7 +85,7 @@ def test_missing_rbac_for_children_is_reported_on_the_webserver(
     kubeconfig = _token_kubeconfig(cluster, namespace, "operator", tmp_path / "sa.kubeconfig")
     rules = [  # everything but creating Deployments
         ("web.webserver-operator.dev", "webservers", "get,list,watch"),
-        ("web.webserver-operator.dev", "webservers/status", "get,update,patch"),
+        ("web.webserver-operator.dev", "webservers/status", "update"),
         ("apps", "deployments", "get,list,watch,patch"),
         ("", "services", "get,list,watch,create,patch"),
         ("", "events", "create,patch"),

@@ -30,7 +30,7 @@ Rule = tuple[str, str, str]
 # anything less breaks it on some cluster.
 MANAGER_RULES: frozenset[Rule] = frozenset(
     {(GROUP, "webservers", v) for v in ("get", "list", "watch")}
-    | {(GROUP, "webservers/status", v) for v in ("get", "update", "patch")}
+    | {(GROUP, "webservers/status", "update")}
     | {(GROUP, "webservers/finalizers", "update")}
     | {("apps", "deployments", v) for v in ("get", "list", "watch", "create", "patch")}
     | {("", "services", v) for v in ("get", "list", "watch", "create", "patch")}

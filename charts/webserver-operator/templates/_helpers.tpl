@@ -82,7 +82,7 @@ watchNamespaces is set, by one Role per watched namespace.
   verbs: ["get", "list", "watch"]
 - apiGroups: ["web.webserver-operator.dev"]
   resources: ["webservers/status"]
-  verbs: ["get", "update", "patch"]
+  verbs: ["update"]
 # Setting blockOwnerDeletion on the children's ownerReferences needs update on the owner's finalizers
 # subresource where the OwnerReferencesPermissionEnforcement admission plugin is on.
 - apiGroups: ["web.webserver-operator.dev"]
