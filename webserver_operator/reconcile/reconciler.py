@@ -170,15 +170,18 @@ class WebServerReconciler:
                     )
                 raise
 
-        status = compute_status(
-            ws,
-            deployment=live[DEPLOYMENTS.kind],
-            service=live[SERVICES.kind],
-            problem=problem,
-            now=self._clock(),
-        )
+        def status_of(current: WebServer) -> dict[str, Any]:
+            return compute_status(
+                current,
+                deployment=live[DEPLOYMENTS.kind],
+                service=live[SERVICES.kind],
+                problem=problem,
+                now=self._clock(),
+            )
+
+        status = status_of(ws)
         if status_changed(obj.get("status"), status):
-            await self._write_status(obj, status)
+            await self._write_status(obj, status, recompute=status_of)
 
         if problem is None:
             self._problem_streak.pop(key, None)
@@ -196,7 +199,9 @@ class WebServerReconciler:
             created = await self._create(ws, ws_obj, child, desired)
             if created is not None:
                 return created
-            live = await self._read(child.resource, ws)
+            # It exists but the cache has not seen it (ours, just created) or cannot (not our labels): read it.
+            # A NotFound here (deleted since the 409) propagates and the retry creates it.
+            live = await self._kube.request("GET", child.resource.path(namespace=ws.namespace, name=ws.name))
         self._check_ownership(ws, kind, live)
         if kind == DEPLOYMENTS.kind and selector_mismatch(live, desired):
             raise ChildProblemError(
@@ -273,13 +278,6 @@ class WebServerReconciler:
         await self._recorder.emit(ws_obj, type_="Normal", reason="Created", message=f"Created {kind} {ws.name}")
         return created
 
-    async def _read(self, resource: Resource, ws: WebServer) -> KubeObject:
-        try:
-            return await self._kube.request("GET", resource.path(namespace=ws.namespace, name=ws.name))
-        except NotFound:
-            # Existed a moment ago (409), gone now: let the retry create it.
-            raise
-
     def _check_ownership(self, ws: WebServer, kind: str, live: KubeObject) -> None:
         owner = controller_of(live)
         if owner is not None:
@@ -303,7 +301,19 @@ class WebServerReconciler:
             event_reason=f"{kind}Conflict",
         )
 
-    async def _write_status(self, obj: KubeObject, status: dict[str, Any]) -> None:
+    async def _write_status(
+        self,
+        obj: KubeObject,
+        status: dict[str, Any],
+        *,
+        recompute: Callable[[WebServer], dict[str, Any]] | None = None,
+    ) -> None:
+        """PUT the status; on 409 retry once from a fresh read.
+
+        A 409 means the WebServer changed since the cache saw it. ``recompute`` rebuilds the status for the fresh
+        object from the same verdict inputs (children, problem); without it the 409 propagates and the controller
+        retries the whole reconcile.
+        """
         meta = obj["metadata"]
         path = WEBSERVERS.path(namespace=meta["namespace"], name=meta["name"], subresource="status")
         body = copy.deepcopy(obj)
@@ -311,21 +321,15 @@ class WebServerReconciler:
         try:
             await self._kube.request("PUT", path, body=body)
         except Conflict:
-            # The WebServer changed since the cache saw it: recompute from a fresh read, once.
+            if recompute is None:
+                raise
             fresh = await self._fresh_webserver(obj)
             if fresh is None:
                 return
             try:
-                ws = WebServer.model_validate(fresh)
+                redo = recompute(WebServer.model_validate(fresh))
             except ValidationError:
-                return
-            redo = compute_status(
-                ws,
-                deployment=self._caches.deployments.get((ws.namespace, ws.name)),
-                service=self._caches.services.get((ws.namespace, ws.name)),
-                problem=None,
-                now=self._clock(),
-            )
+                return  # the spec changed into something invalid: the next reconcile reports it
             if not status_changed(fresh.get("status"), redo):
                 return
             body = copy.deepcopy(fresh)
