@@ -82,6 +82,7 @@ async def test_merged_view_and_synced_only_when_all_namespaces_listed() -> None:
         assert group.get(("b", "y")) is not None
         assert group.get(("c", "z")) is None, "namespaces outside the group are not watched"
         assert sorted(o["metadata"]["name"] for o in group.list()) == ["x", "y"]
+        assert len(group) == 2
         assert [o["metadata"]["name"] for o in group.list("b")] == ["y"]
         assert group.list("c") == []
         assert sorted(o["metadata"]["name"] for o in group.by_owner("u")) == ["x", "y"]

@@ -71,6 +71,10 @@ class InformerGroup:
         informer = self._for(key[0])
         return informer.store.get(key) if informer is not None else None
 
+    def __len__(self) -> int:
+        """Number of cached objects across the group's informers (cheap: no list is built)."""
+        return sum(len(informer.store) for informer in self.informers)
+
     def list(self, namespace: str | None = None) -> KubeObjects:
         if namespace is not None:
             informer = self._for(namespace)

@@ -72,6 +72,7 @@ class Operator:
         self.kube: Kube | None = None
         self.groups: dict[str, InformerGroup] = {}
         self.controller: Controller | None = None
+        self.reconciler: WebServerReconciler | None = None
         self.elector: LeaderElector | None = None
         self._tasks: list[asyncio.Task[Any]] = []
 
@@ -136,14 +137,12 @@ class Operator:
             on_webserver(kind, obj, old)
             if kind == "DELETED":
                 recorder.forget(str((obj.get("metadata") or {}).get("uid", "")))
-            metrics.MANAGED_WEBSERVERS.set(len(self.groups["webservers"].list()))
-
-        reconciler_ref: list[WebServerReconciler] = []
+            metrics.MANAGED_WEBSERVERS.set(len(self.groups["webservers"]))
 
         def service_event(kind: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
             owner(kind, obj, old)
-            if kind == "DELETED" and reconciler_ref:
-                for key in reconciler_ref[0].keys_with_problems():
+            if kind == "DELETED" and self.reconciler is not None:
+                for key in self.reconciler.keys_with_problems():
                     queue.add(key)
 
         options: dict[str, Any] = {"watch_timeout_seconds": s.watch_timeout}
@@ -170,13 +169,12 @@ class Operator:
                 **options,
             ),
         }
-        stall_bound = 2.0 * (s.watch_stall_timeout or (s.watch_timeout + 60.0))
         for name, group in self.groups.items():
-            probes.liveness[f"watch-{name}"] = _watch_check(group, stall_bound)
+            probes.liveness[f"watch-{name}"] = _watch_check(group)
             probes.readiness[f"cache-{name}"] = _synced_check(group, name)
             self._tasks.append(asyncio.create_task(group.run(), name=f"informers-{name}"))
 
-        reconciler = WebServerReconciler(
+        self.reconciler = WebServerReconciler(
             kube=kube,
             caches=Caches(
                 webservers=self.groups["webservers"],
@@ -185,10 +183,9 @@ class Operator:
             ),
             recorder=recorder,
         )
-        reconciler_ref.append(reconciler)
         self.controller = Controller(
             CONTROLLER_NAME,
-            reconciler,
+            self.reconciler,
             queue,
             workers=s.workers,
             resync_period=s.resync_period,
@@ -274,13 +271,20 @@ class Operator:
         log.info("stopped")
 
 
-def _watch_check(group: InformerGroup, stall_bound: float) -> Callable[[], tuple[bool, str]]:
+def _watch_check(group: InformerGroup) -> Callable[[], tuple[bool, str]]:
+    """Liveness of a group's watches: fails when a watch task died or made no progress for twice its stall timeout.
+
+    The informer's watchdog restarts a silent watch after one stall timeout, so silence beyond two means the
+    restarts themselves stopped.
+    """
+
     def check() -> tuple[bool, str]:
         if not group.alive:
             return False, "a watch task has died"
-        silent = max((i.seconds_since_activity() for i in group.informers), default=0.0)
-        if silent > stall_bound:
-            return False, f"no watch progress for {silent:.0f}s (limit {stall_bound:.0f}s)"
+        for informer in group.informers:
+            silent, limit = informer.seconds_since_activity(), 2.0 * informer.stall_timeout
+            if silent > limit:
+                return False, f"{informer.name}: no watch progress for {silent:.0f}s (limit {limit:.0f}s)"
         return True, "watching"
 
     return check
