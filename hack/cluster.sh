@@ -17,11 +17,9 @@ export KWOK_WORKDIR="${KWOK_WORKDIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/webserver
 CLUSTER_DIR="${KWOK_WORKDIR}/clusters/${CLUSTER_NAME}"
 KUBECONFIG_PATH="${CLUSTER_DIR}/kubeconfig.yaml"
 
-log() { printf '[cluster %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() {
-  log "ERROR: $*"
-  exit 1
-}
+LOG_PREFIX=cluster
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 bin_dir() { "${ROOT}/hack/tools.sh" bindir; }
 

@@ -17,11 +17,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DOCKERFILE="${ROOT}/Dockerfile"
 
-log() { printf '[image-recipe %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() {
-  log "ERROR: $*"
-  exit 1
-}
+LOG_PREFIX=image-recipe
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # --- the Dockerfile's invariants (what this script mirrors) -------------------------------------------------------
 py_minor="$(sed -n 's/^ARG PYTHON_VERSION=\([0-9][0-9.]*\)$/\1/p' "${DOCKERFILE}")"

@@ -12,11 +12,9 @@ IMG="${IMG:-ghcr.io/webserver-operator/webserver-operator:0.1.0}"
 STATE="${XDG_CACHE_HOME:-${HOME}/.cache}/webserver-operator/kind"
 KUBECONFIG_PATH="${STATE}/${CLUSTER_NAME}.kubeconfig"
 
-log() { printf '[kind %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() {
-  log "ERROR: $*"
-  exit 1
-}
+LOG_PREFIX=kind
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 require_engine() {
   command -v docker >/dev/null || die "docker is not installed: the kind backend needs a Docker engine (use CLUSTER=local)"

@@ -39,12 +39,9 @@ STAMPS="${BASE}/stamps"
 SRC="${BASE}/src"
 LOGS="${BASE}/logs"
 
-log() { printf '[tools %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-
-die() {
-  log "ERROR: $*"
-  exit 1
-}
+LOG_PREFIX=tools
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # run_logged NAME CMD... : run a build step with its output in a log file; on failure show the log's tail.
 run_logged() {
