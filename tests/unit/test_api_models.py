@@ -176,7 +176,8 @@ def test_out_of_range_spec_fields_are_rejected(field: str, value: object) -> Non
     [("replicas", 0), ("replicas", MAX_REPLICAS), ("nodePort", NODE_PORT_MIN), ("nodePort", NODE_PORT_MAX)],
 )
 def test_range_bounds_are_inclusive(field: str, value: int) -> None:
-    WebServerSpec.model_validate({"image": "nginx", field: value})
+    spec = WebServerSpec.model_validate({"image": "nginx", field: value})
+    assert spec.model_dump(by_alias=True)[field] == value
 
 
 def test_spec_is_required() -> None:
