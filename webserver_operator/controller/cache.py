@@ -15,7 +15,8 @@ import builtins
 from collections.abc import Iterable
 from typing import Literal
 
-from webserver_operator.controller.view import KubeObject, KubeObjects, ObjectKey, controller_reference, object_key
+from webserver_operator.builders.ownership import controller_of
+from webserver_operator.controller.view import KubeObject, KubeObjects, ObjectKey, object_key
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 
@@ -28,7 +29,7 @@ def resource_version_of(obj: KubeObject) -> str:
 
 
 def _controller_uid(obj: KubeObject) -> str | None:
-    ref = controller_reference(obj)
+    ref = controller_of(obj)
     uid = ref.get("uid") if ref else None
     return uid if isinstance(uid, str) and uid else None
 

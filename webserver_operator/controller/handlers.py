@@ -13,7 +13,8 @@ owner so it can be adopted. A child controlled by someone else never wakes us th
 
 from collections.abc import Callable
 
-from webserver_operator.controller.view import KubeObject, ObjectKey, controller_reference, object_key
+from webserver_operator.builders.ownership import controller_of
+from webserver_operator.controller.view import KubeObject, ObjectKey, object_key
 
 INSTANCE_LABEL = "app.kubernetes.io/instance"
 
@@ -33,7 +34,7 @@ def owner_key(obj: KubeObject, *, owner_kind: str, owner_api_version: str) -> Ob
     reference at all, the ``app.kubernetes.io/instance`` label names the would-be owner in the same namespace.
     """
     namespace, _ = object_key(obj)
-    ref = controller_reference(obj)
+    ref = controller_of(obj)
     if ref is not None:
         if ref.get("kind") != owner_kind or api_group(str(ref.get("apiVersion") or "")) != api_group(owner_api_version):
             return None

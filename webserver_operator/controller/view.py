@@ -41,11 +41,3 @@ def object_key(obj: KubeObject) -> ObjectKey:
     """The ``(namespace, name)`` key of an object (namespace ``""`` when cluster-scoped)."""
     meta = obj.get("metadata") or {}
     return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-
-
-def controller_reference(obj: KubeObject) -> dict[str, Any] | None:
-    """The ownerReference with ``controller: true``, if any (the API server allows at most one)."""
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            return ref
-    return None
