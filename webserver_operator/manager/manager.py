@@ -120,7 +120,7 @@ class Operator:
                 read_timeout=s.read_timeout,
                 watch_read_timeout=s.watch_timeout + 30.0,
                 qps=s.qps,
-                burst=s.burst if s.qps is not None else 0,
+                burst=s.burst,
             ),
         )
         log.info(
