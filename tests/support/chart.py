@@ -57,26 +57,24 @@ _RESTRICTED_VOLUME_TYPES = {
 # --- helpers shared with the other chart/manifest tests -----------------------------------------------------------
 
 
-def helm_binary() -> Path:
-    """The helm built by `make tools`; fails the test (never skips) when it is missing."""
+def built_tool(name: str) -> Path:
+    """A binary built by `make tools` (helm, kubectl...); fails the test (never skips) when it is missing."""
     try:
-        path = tools_bin() / "helm"
+        path = tools_bin() / name
     except (OSError, subprocess.CalledProcessError) as err:
         pytest.fail(f"cannot locate the tools cache ({err}): run `make tools`", pytrace=False)
     if not path.is_file():
-        pytest.fail(f"helm not found at {path}: run `make tools`", pytrace=False)
+        pytest.fail(f"{name} not found at {path}: run `make tools`", pytrace=False)
     return path
+
+
+def helm_binary() -> Path:
+    return built_tool("helm")
 
 
 def kubectl_binary() -> Path:
-    """The kubectl built by `make tools` (has `kubectl kustomize`); fails the test when it is missing."""
-    try:
-        path = tools_bin() / "kubectl"
-    except (OSError, subprocess.CalledProcessError) as err:
-        pytest.fail(f"cannot locate the tools cache ({err}): run `make tools`", pytrace=False)
-    if not path.is_file():
-        pytest.fail(f"kubectl not found at {path}: run `make tools`", pytrace=False)
-    return path
+    """kubectl has `kubectl kustomize` built in."""
+    return built_tool("kubectl")
 
 
 def helm_template(
