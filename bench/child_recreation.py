@@ -26,10 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.support.operator import OperatorProcess  # noqa: E402
-from webserver_operator.kube.client import Kube  # noqa: E402
+from webserver_operator.core.settings import ClientSettings  # noqa: E402
+from webserver_operator.kube.client import KubeClient  # noqa: E402
 from webserver_operator.kube.config import load_configuration  # noqa: E402
 from webserver_operator.kube.resources import DEPLOYMENTS, SERVICES, WEBSERVERS, Resource  # noqa: E402
-from webserver_operator.kube.settings import ClientSettings  # noqa: E402
 
 
 def _kubeconfig() -> Path:
@@ -37,7 +37,7 @@ def _kubeconfig() -> Path:
     return Path(out.stdout.strip())
 
 
-async def _trial(kube: Kube, resource: Resource, *, namespace: str, name: str) -> tuple[float, float]:
+async def _trial(kube: KubeClient, resource: Resource, *, namespace: str, name: str) -> tuple[float, float]:
     current = await kube.request("GET", resource.path(namespace=namespace, name=name))
     old_uid = current["metadata"]["uid"]
     query: dict[str, str | int | bool] = {
@@ -62,7 +62,7 @@ async def _trial(kube: Kube, resource: Resource, *, namespace: str, name: str) -
 
 async def _run(trials: int, namespace: str) -> dict[str, Any]:
     cfg = await load_configuration(kubeconfig=str(_kubeconfig()), context=None)
-    kube = await Kube.create(cfg, settings=ClientSettings())
+    kube = await KubeClient.create(cfg, settings=ClientSettings())
     results: dict[str, Any] = {}
     try:
         await kube.request("POST", "/api/v1/namespaces", body={"metadata": {"name": namespace}})

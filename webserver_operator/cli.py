@@ -37,7 +37,7 @@ def _run(args: argparse.Namespace) -> int:
     except SettingsError as err:
         print(f"webserver-operator: {err}", file=sys.stderr)  # noqa: T201 - fail fast before logging is set up
         return 2
-    configure_logging(level=settings.log_level, fmt=settings.log_format)
+    configure_logging(level=settings.log.log_level, fmt=settings.log.log_format)
     try:
         return asyncio.run(run_operator(settings))
     except KeyboardInterrupt:

@@ -17,9 +17,9 @@ import pytest
 
 from tests.support.cluster import Cluster
 from webserver_operator import metrics
-from webserver_operator.kube.client import Kube
+from webserver_operator.core.settings import ClientSettings
+from webserver_operator.kube.client import KubeClient
 from webserver_operator.kube.config import load_configuration
-from webserver_operator.kube.settings import ClientSettings
 from webserver_operator.manager.leader import LeaderElector, LeadershipLost
 
 LEASE = 2.0
@@ -29,14 +29,14 @@ NAME = "webserver-operator-leader"
 
 
 @pytest.fixture
-async def kube(cluster: Cluster) -> AsyncIterator[Kube]:
+async def kube(cluster: Cluster) -> AsyncIterator[KubeClient]:
     configuration = await load_configuration(kubeconfig=str(cluster.kubeconfig), context=cluster.context)
-    client = await Kube.create(configuration, settings=ClientSettings(connect_timeout=5, read_timeout=5))
+    client = await KubeClient.create(configuration, settings=ClientSettings(connect_timeout=5, read_timeout=5))
     async with client:
         yield client
 
 
-def candidate(kube: Kube, namespace: str, identity: str) -> LeaderElector:
+def candidate(kube: KubeClient, namespace: str, identity: str) -> LeaderElector:
     return LeaderElector(
         kube,
         lease_name=NAME,
@@ -62,7 +62,7 @@ async def stop(*tasks: asyncio.Task[Any]) -> None:
 
 
 async def test_exactly_one_leader_and_release_hands_over_within_a_retry_period(
-    cluster: Cluster, namespace: str, kube: Kube
+    cluster: Cluster, namespace: str, kube: KubeClient
 ) -> None:
     a, b = candidate(kube, namespace, "candidate-a"), candidate(kube, namespace, "candidate-b")
     tasks = {asyncio.create_task(a.acquire()): a, asyncio.create_task(b.acquire()): b}
@@ -106,7 +106,7 @@ async def test_exactly_one_leader_and_release_hands_over_within_a_retry_period(
 
 
 async def test_standby_takes_over_a_lease_duration_after_the_leader_dies(
-    cluster: Cluster, namespace: str, kube: Kube
+    cluster: Cluster, namespace: str, kube: KubeClient
 ) -> None:
     leader, standby = candidate(kube, namespace, "dies"), candidate(kube, namespace, "survives")
     await asyncio.wait_for(leader.acquire(), 10)
@@ -134,7 +134,7 @@ async def test_standby_takes_over_a_lease_duration_after_the_leader_dies(
         await stop(hold, waiting)
 
 
-async def test_leader_stops_when_its_lease_is_taken_over(cluster: Cluster, namespace: str, kube: Kube) -> None:
+async def test_leader_stops_when_its_lease_is_taken_over(cluster: Cluster, namespace: str, kube: KubeClient) -> None:
     leader = candidate(kube, namespace, "deposed")
     await asyncio.wait_for(leader.acquire(), 10)
     hold = asyncio.create_task(leader.hold())

@@ -24,6 +24,7 @@ from tests.support.cluster import Cluster, wait_until
 from tests.support.operator import OperatorProcess
 from tests.support.proxy import FreezableProxy
 from tests.support.webservers import wait_condition, wait_field, wait_ready, webserver
+from webserver_operator.core.settings import ClientSettings, ServerSettings, WatchSettings
 from webserver_operator.manager.manager import Operator
 from webserver_operator.manager.settings import Settings
 
@@ -101,11 +102,9 @@ def test_missing_rbac_for_children_is_reported_on_the_webserver(
 
 async def test_healthz_fails_while_the_event_loop_is_blocked(cluster: Cluster, crd: str, namespace: str) -> None:
     settings = Settings(
-        kubeconfig=str(cluster.kubeconfig),
-        namespaces=[namespace],
-        health_probe_bind_address="127.0.0.1:0",
-        metrics_bind_address="0",
-        max_loop_lag=1.0,
+        client=ClientSettings(kubeconfig=str(cluster.kubeconfig)),
+        watch=WatchSettings(namespaces=[namespace]),
+        server=ServerSettings(health_probe_bind_address="127.0.0.1:0", metrics_bind_address="0", max_loop_lag=1.0),
     )
     operator = Operator(settings)
     task = asyncio.create_task(operator.run())

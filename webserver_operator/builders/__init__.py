@@ -2,7 +2,8 @@
 
 Why pure: no I/O and no client library here, so the objects the operator writes are unit-tested without a server and
 every reconcile computes exactly the same desired state from the same WebServer. The submodules hold one concern each;
-this package re-exports their public names.
+this package re-exports their public names. Called by the reconciler (``reconcile.reconciler``), which compares what
+they return with the live children (``reconcile.owned``).
 """
 
 from webserver_operator.builders.deployment import desired_container, desired_deployment
@@ -10,7 +11,6 @@ from webserver_operator.builders.labels import (
     CHILD_LABEL_SELECTOR,
     COMPONENT_LABEL,
     COMPONENT_VALUE,
-    FIELD_MANAGER,
     INSTANCE_LABEL,
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
@@ -21,7 +21,7 @@ from webserver_operator.builders.labels import (
     selector_string,
 )
 from webserver_operator.builders.names import CONTAINER_NAME, PORT_NAME, child_name
-from webserver_operator.builders.ownership import controller_of, is_controlled_by, owner_reference
+from webserver_operator.builders.ownership import owner_reference
 from webserver_operator.builders.service import desired_service, desired_service_port
 
 __all__ = [
@@ -29,7 +29,6 @@ __all__ = [
     "COMPONENT_LABEL",
     "COMPONENT_VALUE",
     "CONTAINER_NAME",
-    "FIELD_MANAGER",
     "INSTANCE_LABEL",
     "MANAGED_BY_LABEL",
     "MANAGED_BY_VALUE",
@@ -38,12 +37,10 @@ __all__ = [
     "PORT_NAME",
     "child_labels",
     "child_name",
-    "controller_of",
     "desired_container",
     "desired_deployment",
     "desired_service",
     "desired_service_port",
-    "is_controlled_by",
     "owner_reference",
     "selector_labels",
     "selector_string",

@@ -18,9 +18,6 @@ COMPONENT_VALUE = "web-server"
 CHILD_LABEL_SELECTOR = f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}"
 """Label selector (string form) for informers that watch only the Deployments and Services this operator manages."""
 
-FIELD_MANAGER = "webserver-operator"
-"""Field manager name sent with every write, so ``managedFields`` shows who set what."""
-
 
 def selector_labels(name: str) -> dict[str, str]:
     """The immutable pod selector of the WebServer ``name`` (Deployment ``matchLabels`` and Service ``selector``)."""

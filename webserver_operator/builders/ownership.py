@@ -3,7 +3,8 @@
 Why ``controller: true`` and ``blockOwnerDeletion: true``: the controller reference is what makes an object *ours*
 (the garbage collector deletes it with the WebServer, so the operator needs no finalizer) and what tells our child
 apart from a foreign object that merely has the same name; an object controlled by someone else is never adopted or
-overwritten. ``blockOwnerDeletion`` makes foreground deletion of a WebServer wait for its children.
+overwritten. ``blockOwnerDeletion`` makes foreground deletion of a WebServer wait for its children. Reading a
+child's controller reference back is ``core.vocabulary.controller_of``.
 """
 
 from typing import Any
@@ -26,17 +27,3 @@ def owner_reference(ws: WebServer) -> dict[str, Any]:
         "controller": True,
         "blockOwnerDeletion": True,
     }
-
-
-def controller_of(obj: dict[str, Any]) -> dict[str, Any] | None:
-    """The ownerReference of ``obj`` with ``controller: true``, or None (Kubernetes allows at most one)."""
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            return ref
-    return None
-
-
-def is_controlled_by(obj: dict[str, Any], uid: str) -> bool:
-    """Whether ``obj``'s controller ownerReference points at the object with ``uid``."""
-    ref = controller_of(obj)
-    return ref is not None and bool(uid) and ref.get("uid") == uid

@@ -1,4 +1,4 @@
-"""``Kube``: the only object in the operator that talks HTTP to the API server.
+"""``KubeClient``: the only object in the operator that talks HTTP to the API server.
 
 Everything above this layer works with plain JSON dicts. Why not the generated ``*Api`` classes and model objects:
 deserialising into models is slow, drops unknown fields (lossy round trips are how operators clobber fields they do
@@ -15,12 +15,15 @@ kubernetes_asyncio traps handled here (verified against the installed 36.x sourc
 - Auth: the bearer token and its refresh hook are only applied when ``auth_settings=["BearerToken"]`` is passed.
 - Query values go through ``urlencode`` as-is: Python ``True`` would become ``"True"``, so bools are encoded here.
 - The ``ApiClient`` owns an ``aiohttp.ClientSession``: it must be created inside the running loop and shared;
-  ``Kube.create`` does that, ``close()`` releases it.
+  ``KubeClient.create`` does that, ``close()`` releases it.
 - ``kubernetes_asyncio.watch.Watch`` retries a 410 with the same stale resourceVersion: ``watch()`` here only opens
   and decodes the stream (see ``webserver_operator.kube.stream``); the informer relists.
 
-Retries (429, 5xx, transport errors; see ``webserver_operator.kube.retry``) apply to ``request()`` and the wrappers,
-not to ``watch()``, whose caller must handle a failed open anyway. Every attempt, retried or not, is counted in
+One way to talk to the API: ``request()`` (any verb; the reconciler's merge patches use ``core.vocabulary.MERGE_PATCH``)
+and ``watch()``. Every write carries ``fieldManager=webserver-operator``, so ``managedFields`` names the operator as
+the manager of what it set. Retries (429, 5xx, transport errors; see ``webserver_operator.kube.retry``) apply to
+``request()``, not to ``watch()``, whose caller must handle a failed open anyway; ``without_retries()`` is the view the
+reconcile path uses, where the work queue backs off instead. Every attempt, retried or not, is counted in
 ``rest_client_requests_total{code,method,host}`` and ``rest_client_request_duration_seconds{verb,host}``; labels
 never carry paths or object names. Failed attempts are logged with method, path (no query string), status and the
 API server's message; never headers or bodies, which may carry tokens or Secret data.
@@ -30,40 +33,37 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import logging
 import random
 import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, Literal, Self
+from dataclasses import replace
+from typing import Any, Self
 from urllib.parse import urlsplit
 
 import aiohttp
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from webserver_operator import metrics
+from webserver_operator import __version__, metrics
+from webserver_operator.core.settings import ClientSettings, WatchSettings
+from webserver_operator.core.vocabulary import QueryValue
 from webserver_operator.kube.errors import KubeError, TransportError, api_error_from_response
 from webserver_operator.kube.ratelimit import TokenBucket
-from webserver_operator.kube.resources import Resource
 from webserver_operator.kube.retry import RetryPolicy, call_with_retries
-from webserver_operator.kube.settings import ClientSettings
 from webserver_operator.kube.stream import WatchStream
 
-__all__ = ["PATCH_CONTENT_TYPES", "Kube", "PatchType", "QueryValue"]
+__all__ = ["FIELD_MANAGER", "USER_AGENT", "KubeClient"]
 
 log = logging.getLogger(__name__)
 
-QueryValue = str | int | bool
-PatchType = Literal["merge", "strategic", "apply", "json"]
-
-PATCH_CONTENT_TYPES: Mapping[str, str] = {
-    "merge": "application/merge-patch+json",
-    "strategic": "application/strategic-merge-patch+json",
-    # Server-side apply: the body is sent as JSON, which is valid YAML; needs fieldManager, optionally force.
-    "apply": "application/apply-patch+yaml",
-    "json": "application/json-patch+json",
-}
+USER_AGENT = f"webserver-operator/{__version__}"
+FIELD_MANAGER = "webserver-operator"
+"""``fieldManager`` of every write, so ``managedFields`` shows which fields the operator set."""
+_WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_DEFAULT_WATCH_READ_TIMEOUT = WatchSettings().read_timeout
 
 _JSON = "application/json"
 # Status code label of attempts that got no HTTP answer, as client-go.
@@ -81,24 +81,25 @@ def encode_query(query: Mapping[str, QueryValue] | None) -> list[tuple[str, str]
     return pairs
 
 
-class Kube:
-    """Shared API client. Build it with ``await Kube.create(configuration, settings=...)`` inside the running loop."""
+class KubeClient:
+    """Shared API client. Build it with ``await KubeClient.create(configuration, ...)`` inside the running loop."""
 
     def __init__(
         self,
         api: ApiClient,
         *,
         settings: ClientSettings,
+        watch_read_timeout: float = _DEFAULT_WATCH_READ_TIMEOUT,
+        retry: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rand: Callable[[], float] = random.random,
     ) -> None:
         self._api = api
         self._settings = settings
+        self._watch_read_timeout = watch_read_timeout
         self._sleep = sleep
         self._rand = rand
-        self._policy = RetryPolicy(
-            max_retries=settings.max_retries, backoff_base=settings.backoff_base, backoff_cap=settings.backoff_cap
-        )
+        self._policy = retry or RetryPolicy()
         self._limiter = (
             TokenBucket(qps=settings.qps, burst=settings.burst, sleep=sleep) if settings.qps is not None else None
         )
@@ -108,7 +109,7 @@ class Kube:
             total=None, sock_connect=settings.connect_timeout, sock_read=settings.read_timeout
         )
         self._watch_timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=settings.connect_timeout, sock_read=settings.watch_read_timeout
+            total=None, sock_connect=settings.connect_timeout, sock_read=self._watch_read_timeout
         )
 
     @classmethod
@@ -117,14 +118,32 @@ class Kube:
         configuration: Configuration,
         *,
         settings: ClientSettings,
+        watch_read_timeout: float = _DEFAULT_WATCH_READ_TIMEOUT,
+        retry: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rand: Callable[[], float] = random.random,
     ) -> Self:
-        """Create the client in the running loop (its aiohttp session binds to it). ``sleep``/``rand``: test hooks."""
+        """Create the client in the running loop (its aiohttp session binds to it).
+
+        ``watch_read_timeout`` is ``WatchSettings.read_timeout`` (longer than any watch's ``timeoutSeconds``);
+        ``sleep``/``rand`` are test hooks.
+        """
         asyncio.get_running_loop()
         api = ApiClient(configuration=configuration)
-        api.user_agent = settings.user_agent
-        return cls(api, settings=settings, sleep=sleep, rand=rand)
+        api.user_agent = USER_AGENT
+        return cls(
+            api, settings=settings, watch_read_timeout=watch_read_timeout, retry=retry, sleep=sleep, rand=rand
+        )
+
+    def without_retries(self) -> KubeClient:
+        """A view sharing this client's connection pool and rate limit whose requests are tried once.
+
+        For the reconcile path: a failure goes back to the work queue, which backs off per key and honours
+        ``Retry-After``, instead of a worker sleeping through the client's own retries first.
+        """
+        view = copy.copy(self)
+        view._policy = replace(self._policy, max_retries=0)
+        return view
 
     @property
     def host(self) -> str:
@@ -162,6 +181,8 @@ class Kube:
         """
         method = method.upper()
         pairs = encode_query(query)
+        if method in _WRITE_METHODS and not any(key == "fieldManager" for key, _ in pairs):
+            pairs.append(("fieldManager", FIELD_MANAGER))
 
         def on_retry(error: KubeError, delay: float) -> None:
             log.warning("%s %s attempt %d failed, retrying in %.2fs: %s", method, path, error.attempts, delay, error)
@@ -288,16 +309,17 @@ class Kube:
         read timeout, a reset connection or a body cut mid-event, and ends normally when the server closes the
         stream (``timeoutSeconds`` elapsed): re-watch from the last resourceVersion seen. ``ERROR`` events (a
         ``Status`` in ``object``, e.g. code 410 "Expired") are yielded as they are. Leaving the block closes the
-        connection. ``timeoutSeconds`` is required and must be below ``settings.watch_read_timeout``, so that a
-        healthy stream is always ended by the server, never by the client's read timeout.
+        connection. ``timeoutSeconds`` is required and must be below the watch read timeout
+        (``WatchSettings.read_timeout``), so that a healthy stream is always ended by the server, never by the
+        client's read timeout.
         """
         timeout_seconds = query.get("timeoutSeconds")
         if isinstance(timeout_seconds, bool) or not str(timeout_seconds).isdigit():
             raise ValueError("watch needs an integer timeoutSeconds (server-side end of the stream), e.g. 290")
-        if not 0 < int(str(timeout_seconds)) < self._settings.watch_read_timeout:
+        if not 0 < int(str(timeout_seconds)) < self._watch_read_timeout:
             raise ValueError(
                 f"watch timeoutSeconds={timeout_seconds} must be > 0 and below the client watch read timeout "
-                f"({self._settings.watch_read_timeout:g}s)"
+                f"({self._watch_read_timeout:g}s)"
             )
         pairs = [(k, v) for k, v in encode_query(query) if k != "watch"] + [("watch", "true")]
         started = time.monotonic()
@@ -322,111 +344,3 @@ class Kube:
                 response.release()  # fully read: the connection can be reused
             else:
                 response.close()  # abandoned mid-stream: drop the connection
-
-    # --- thin wrappers -------------------------------------------------------------------------------------------
-
-    async def get(self, resource: Resource, *, namespace: str | None = None, name: str) -> dict[str, Any]:
-        return await self.request("GET", resource.path(namespace=namespace, name=name))
-
-    async def create_object(
-        self,
-        resource: Resource,
-        body: Mapping[str, Any],
-        *,
-        namespace: str | None = None,
-        field_manager: str | None = None,
-    ) -> dict[str, Any]:
-        """POST a new object (the name ``create`` is taken by the constructor).
-
-        Retried like every request: a create that succeeded unseen surfaces as 409 AlreadyExists
-        (``Conflict.already_exists``).
-        """
-        query: dict[str, QueryValue] = {"fieldManager": field_manager} if field_manager else {}
-        return await self.request("POST", resource.path(namespace=namespace), query=query, body=body)
-
-    async def patch(
-        self,
-        resource: Resource,
-        *,
-        namespace: str | None = None,
-        name: str,
-        body: object,
-        patch_type: PatchType = "merge",
-        field_manager: str | None = None,
-        force: bool = False,
-        subresource: str | None = None,
-    ) -> dict[str, Any]:
-        """PATCH with the content type of ``patch_type``; ``apply`` (server-side apply) needs ``field_manager``."""
-        if patch_type not in PATCH_CONTENT_TYPES:
-            raise ValueError(f"unknown patch_type {patch_type!r}: use one of {', '.join(PATCH_CONTENT_TYPES)}")
-        query: dict[str, QueryValue] = {}
-        if field_manager:
-            query["fieldManager"] = field_manager
-        if patch_type == "apply":
-            if not field_manager:
-                raise ValueError("server-side apply needs a field_manager")
-            if force:
-                query["force"] = True
-        elif force:
-            raise ValueError("force is only valid for server-side apply (patch_type='apply')")
-        return await self.request(
-            "PATCH",
-            resource.path(namespace=namespace, name=name, subresource=subresource),
-            query=query,
-            body=body,
-            content_type=PATCH_CONTENT_TYPES[patch_type],
-        )
-
-    async def replace(
-        self,
-        resource: Resource,
-        *,
-        namespace: str | None = None,
-        name: str,
-        body: Mapping[str, Any],
-        subresource: str | None = None,
-        field_manager: str | None = None,
-    ) -> dict[str, Any]:
-        """PUT (optimistic concurrency: a stale ``metadata.resourceVersion`` in ``body`` gives 409 Conflict)."""
-        query: dict[str, QueryValue] = {"fieldManager": field_manager} if field_manager else {}
-        return await self.request(
-            "PUT", resource.path(namespace=namespace, name=name, subresource=subresource), query=query, body=body
-        )
-
-    async def delete(
-        self,
-        resource: Resource,
-        *,
-        namespace: str | None = None,
-        name: str,
-        propagation_policy: Literal["Foreground", "Background", "Orphan"] | None = None,
-        preconditions: Mapping[str, str] | None = None,
-    ) -> dict[str, Any]:
-        """DELETE; ``preconditions`` (``uid`` / ``resourceVersion``) guard against deleting a replaced object."""
-        options: dict[str, Any] = {}
-        if propagation_policy:
-            options["propagationPolicy"] = propagation_policy
-        if preconditions:
-            options["preconditions"] = dict(preconditions)
-        body = {"apiVersion": "v1", "kind": "DeleteOptions", **options} if options else None
-        return await self.request("DELETE", resource.path(namespace=namespace, name=name), body=body)
-
-    # Last on purpose: a method named ``list`` shadows the builtin in annotations of the methods after it.
-    async def list(
-        self,
-        resource: Resource,
-        *,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-        limit: int | None = None,
-        continue_: str | None = None,
-    ) -> dict[str, Any]:
-        """One page of a list; the caller follows ``metadata.continue``. ``namespace=None``: all namespaces."""
-        query: dict[str, QueryValue] = {}
-        if label_selector:
-            query["labelSelector"] = label_selector
-        if limit is not None:
-            query["limit"] = limit
-        if continue_:
-            query["continue"] = continue_
-        return await self.request("GET", resource.path(namespace=namespace), query=query)

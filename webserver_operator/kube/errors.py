@@ -39,6 +39,7 @@ __all__ = [
     "TransportError",
     "Unauthorized",
     "api_error_from_response",
+    "api_error_from_status",
     "parse_retry_after",
 ]
 
@@ -266,30 +267,61 @@ def api_error_from_response(
     Uses the ``Status`` object's ``reason``/``message``/``details`` when the body is one; otherwise quotes the start of
     the body (proxies answer with HTML/text). ``Retry-After`` comes from the header, else ``details.retryAfterSeconds``.
     """
-    reason = _default_reason(status)
-    message = ""
-    details: Mapping[str, Any] = {}
     try:
         decoded: Any = json.loads(body) if body else None
     except (ValueError, UnicodeDecodeError):
         decoded = None
     if isinstance(decoded, dict) and decoded.get("kind") == "Status":
-        reason = str(decoded.get("reason") or reason)
-        message = str(decoded.get("message") or "")
-        raw_details = decoded.get("details")
-        details = raw_details if isinstance(raw_details, dict) else {}
-    elif body:
+        return api_error_from_status(
+            decoded,
+            status=status,
+            method=method,
+            path=path,
+            retry_after=parse_retry_after(_header(headers, "Retry-After")),
+            verb=verb,
+        )
+    message = ""
+    if body:
         text = body.decode("utf-8", errors="replace").strip()
         message = text if len(text) <= _MAX_RAW_MESSAGE else text[:_MAX_RAW_MESSAGE] + "..."
-    if not message:
-        message = f"the API server answered {status} {reason} without an explanation"
+    return api_error_from_status(
+        {"message": message},
+        status=status,
+        method=method,
+        path=path,
+        retry_after=parse_retry_after(_header(headers, "Retry-After")),
+        verb=verb,
+    )
 
-    retry_after = parse_retry_after(_header(headers, "Retry-After"))
+
+def api_error_from_status(
+    status_object: Mapping[str, Any],
+    *,
+    status: int | None = None,
+    method: str,
+    path: str,
+    retry_after: float | None = None,
+    verb: str | None = None,
+) -> ApiError:
+    """Build the ``ApiError`` subclass a ``metav1.Status`` describes: an HTTP error body or a watch ``ERROR`` event.
+
+    ``status`` is the HTTP status when there is one; a watch ``ERROR`` event has only the Status' own ``code`` (a
+    missing code with reason ``Expired``/``Gone`` is a 410, as the API server means it).
+    """
+    reason_field = status_object.get("reason")
+    code = status if status is not None else status_object.get("code")
+    if not isinstance(code, int) or isinstance(code, bool):
+        code = 410 if reason_field in ("Expired", "Gone") else 500
+    reason = str(reason_field or _default_reason(code))
+    message = str(status_object.get("message") or "")
+    if not message:
+        message = f"the API server answered {code} {reason} without an explanation"
+    raw_details = status_object.get("details")
+    details: Mapping[str, Any] = raw_details if isinstance(raw_details, dict) else {}
     if retry_after is None and isinstance(details.get("retryAfterSeconds"), int | float):
         retry_after = float(details["retryAfterSeconds"])
-
-    return error_class(status)(
-        status=status,
+    return error_class(code)(
+        status=code,
         reason=reason,
         message=message,
         method=method,

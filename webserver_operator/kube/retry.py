@@ -3,16 +3,21 @@
 Why a pure ``retry_delay`` plus a tiny loop with injected ``sleep``/``rand``: the decision (retry or not, how long)
 is where bugs hide, and it can be tested exhaustively without a server and without sleeping.
 
+Who retries here: the informers' lists and the leader elector's calls (each bounded by its own deadline). The
+reconcile path does not: its client view has ``max_retries=0`` and a failed write goes back to the work queue, which
+backs off per key and honours ``Retry-After`` (the controller-runtime model), so one failure is never retried by two
+layers at once.
+
 Rules (as client-go, with jittered exponential backoff instead of its fixed 1 s):
 
 - 429 TooManyRequests, 500/502/503/504 and transport errors (refused, reset, timeouts) are retried; every other
   4xx is an answer, not a glitch, and is raised at once.
 - Non-idempotent verbs are retried too: a retried create that had in fact succeeded surfaces as 409 AlreadyExists, a
-  retried update with a resourceVersion as 409 Conflict, a retried delete as 404: the reconciler handles all three.
-- ``Retry-After`` (header or Status ``details.retryAfterSeconds``) is honoured as given, capped at ``backoff_cap``
-  so a misbehaving proxy cannot park a worker for minutes (the work queue's own backoff takes over from there).
-- Otherwise the delay is ``min(cap, base * 2**retry)`` scaled by a jitter factor in [0.5, 1), so that many workers
-  failing together do not retry in lockstep.
+  retried update with a resourceVersion as 409 Conflict, a retried delete as 404. A create with ``generateName``
+  (an Event) cannot tell, so ``retries=False`` callers opt out.
+- ``Retry-After`` (header or Status ``details.retryAfterSeconds``) is honoured as given, capped at the backoff cap
+  so a misbehaving proxy cannot park a caller for minutes.
+- Otherwise the delay comes from ``core.backoff.BackoffPolicy`` (base 0.2 s doubling to 30 s, jitter 0.5).
 """
 
 from __future__ import annotations
@@ -20,9 +25,10 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
+from webserver_operator.core.backoff import BackoffPolicy
 from webserver_operator.kube.errors import ApiError, KubeError
 
 __all__ = ["RetryPolicy", "call_with_retries", "retry_delay"]
@@ -33,8 +39,7 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class RetryPolicy:
     max_retries: int = 5
-    backoff_base: float = 0.2
-    backoff_cap: float = 30.0
+    backoff: BackoffPolicy = field(default_factory=lambda: BackoffPolicy(base=0.2, cap=30.0, jitter=0.5))
 
 
 def retry_delay(
@@ -48,9 +53,8 @@ def retry_delay(
     if not error.retriable or retries_done >= policy.max_retries:
         return None
     if isinstance(error, ApiError) and error.retry_after is not None:
-        return min(max(error.retry_after, 0.0), policy.backoff_cap)
-    ceiling = min(policy.backoff_cap, policy.backoff_base * (2.0**retries_done))
-    return ceiling * (0.5 + rand() / 2.0)
+        return min(max(error.retry_after, 0.0), policy.backoff.cap)
+    return policy.backoff.delay(retries_done, rand=rand)
 
 
 async def call_with_retries(

@@ -52,10 +52,10 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from webserver_operator import metrics
-from webserver_operator.kube.client import QueryValue
+from webserver_operator.core.vocabulary import ApiRequests
 from webserver_operator.kube.errors import Conflict, KubeError, NotFound
 from webserver_operator.kube.resources import LEASES
 
@@ -63,7 +63,6 @@ __all__ = [
     "JITTER",
     "LeaderElector",
     "LeadershipLost",
-    "LeaseApi",
     "claimed_lease",
     "format_micro_time",
     "holder_of",
@@ -77,20 +76,6 @@ log = logging.getLogger(__name__)
 
 #: Waits between acquire attempts are ``retry_period * (1 + JITTER * rand())``.
 JITTER = 0.2
-
-
-class LeaseApi(Protocol):
-    """The part of ``webserver_operator.kube.client.Kube`` the elector uses (a fake in unit tests)."""
-
-    async def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: Mapping[str, QueryValue] | None = None,
-        body: object | None = None,
-        content_type: str | None = None,
-    ) -> dict[str, Any]: ...
 
 
 class LeadershipLost(Exception):  # noqa: N818 - reads better at the call site than LeadershipLostError
@@ -245,7 +230,7 @@ class LeaderElector:
 
     def __init__(
         self,
-        kube: LeaseApi,
+        api: ApiRequests,
         *,
         lease_name: str,
         lease_namespace: str,
@@ -279,7 +264,7 @@ class LeaderElector:
             )
         if request_timeout is not None:
             _positive("request_timeout", request_timeout)
-        self._kube = kube
+        self._api = api
         self._name = lease_name
         self._namespace = lease_namespace
         self._path = LEASES.path(namespace=lease_namespace, name=lease_name)
@@ -507,7 +492,7 @@ class LeaderElector:
         if budget <= 0:
             raise TimeoutError(f"{method} {path}: no time left before the renew deadline")
         async with asyncio.timeout(budget):
-            return await self._kube.request(method, path, body=body)
+            return await self._api.request(method, path, body=body)
 
     def _wrote(self, written: dict[str, Any], *, sent: float) -> None:
         self._lease = written

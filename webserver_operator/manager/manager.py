@@ -1,4 +1,7 @@
-"""The operator process: wire settings, client, caches, controller, probes and leader election, then run until told.
+"""The operator process: settings, client, informers, probes, leader election and shutdown, run until told.
+
+Only lifecycle lives here: what the controller watches and how events map to keys is declared next to the
+reconciler (``reconcile.setup``). Called by ``cli`` (``run_operator``); returns the process exit code.
 
 Order of events, after controller-runtime's manager:
 1. probes start first (the bound ports are logged), so kubelet sees a live process while caches fill;
@@ -22,26 +25,21 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from webserver_operator import __version__, metrics
-from webserver_operator.api.models import API_VERSION, KIND
-from webserver_operator.builders import CHILD_LABEL_SELECTOR
-from webserver_operator.controller import handlers
-from webserver_operator.controller.controller import Controller
-from webserver_operator.controller.group import InformerGroup
-from webserver_operator.controller.workqueue import WorkQueue
-from webserver_operator.kube.client import Kube
+from webserver_operator import __version__
+from webserver_operator.core.settings import parse_bind_address
+from webserver_operator.kube.client import KubeClient
 from webserver_operator.kube.config import load_configuration
-from webserver_operator.kube.resources import DEPLOYMENTS, SERVICES, WEBSERVERS
-from webserver_operator.kube.settings import ClientSettings
-from webserver_operator.manager.health import Heartbeat, Probes, ProbeServer
+from webserver_operator.manager.endpoints import ProbeServer
 from webserver_operator.manager.leader import LeaderElector
-from webserver_operator.manager.settings import Settings, parse_bind_address
-from webserver_operator.reconcile.events import EventRecorder
-from webserver_operator.reconcile.reconciler import Caches, WebServerReconciler
+from webserver_operator.manager.probes import Heartbeat, Probes
+from webserver_operator.manager.settings import Settings
+from webserver_operator.reconcile.setup import setup_webserver_controller
+from webserver_operator.runtime.cache import InformerCache
+from webserver_operator.runtime.controller import Controller
+from webserver_operator.runtime.group import InformerGroup
 
 log = logging.getLogger(__name__)
 
-CONTROLLER_NAME = "webserver"
 EXIT_OK = 0
 EXIT_LEADERSHIP_LOST = 1
 EXIT_FAILED = 2
@@ -69,10 +67,9 @@ class Operator:
         self.settings = settings
         self.stop_requested = asyncio.Event()
         self.probe_server: ProbeServer | None = None
-        self.kube: Kube | None = None
-        self.groups: dict[str, InformerGroup] = {}
+        self.api: KubeClient | None = None
+        self.cache: InformerCache | None = None
         self.controller: Controller | None = None
-        self.reconciler: WebServerReconciler | None = None
         self.elector: LeaderElector | None = None
         self._tasks: list[asyncio.Task[Any]] = []
 
@@ -86,11 +83,11 @@ class Operator:
         heartbeat = Heartbeat()
         self._tasks.append(asyncio.create_task(heartbeat.run(), name="heartbeat"))
         probes = Probes()
-        probes.liveness["event-loop"] = lambda: heartbeat.check(max_lag=s.max_loop_lag)
+        probes.liveness["event-loop"] = lambda: heartbeat.check(max_lag=s.server.max_loop_lag)
         self.probe_server = ProbeServer(
             probes,
-            health_bind=parse_bind_address(s.health_probe_bind_address),
-            metrics_bind=None if s.metrics_bind_address == "0" else parse_bind_address(s.metrics_bind_address),
+            health_bind=parse_bind_address(s.server.health_probe_bind_address),
+            metrics_bind=parse_bind_address(s.server.metrics_bind_address) if s.server.metrics_enabled else None,
         )
         self.probe_server.start()
         log.info(
@@ -110,104 +107,41 @@ class Operator:
         return await self._sync_elect_and_run()
 
     async def _build(self, probes: Probes) -> None:
-        """Client, informers (started at once, on every replica), reconciler and controller (not started yet)."""
+        """Client, informer cache and controller (declared by ``reconcile.setup``); informers start on every replica."""
         s = self.settings
-        configuration = await load_configuration(kubeconfig=s.kubeconfig, context=s.context)
-        self.kube = kube = await Kube.create(
-            configuration,
-            settings=ClientSettings(
-                connect_timeout=s.connect_timeout,
-                read_timeout=s.read_timeout,
-                watch_read_timeout=s.watch_timeout + 30.0,
-                qps=s.qps,
-                burst=s.burst,
-            ),
+        configuration = await load_configuration(kubeconfig=s.client.kubeconfig, context=s.client.context)
+        self.api = api = await KubeClient.create(
+            configuration, settings=s.client, watch_read_timeout=s.watch.read_timeout
         )
         log.info(
             "connected to %s; watching %s",
-            kube.host,
-            ", ".join(s.namespaces) if s.namespaces else "all namespaces",
+            api.host,
+            ", ".join(s.watch.namespaces) if s.watch.namespaces else "all namespaces",
         )
-        queue: WorkQueue[tuple[str, str]] = WorkQueue(name=CONTROLLER_NAME)
-        recorder = EventRecorder(kube)
-        owner = handlers.owner_handler(queue.add, owner_kind=KIND, owner_api_version=API_VERSION)
-        on_webserver = handlers.object_handler(queue.add)
-
-        def webserver_event(kind: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-            on_webserver(kind, obj, old)
-            if kind == "DELETED":
-                recorder.forget(str((obj.get("metadata") or {}).get("uid", "")))
-            metrics.MANAGED_WEBSERVERS.set(len(self.groups["webservers"]))
-
-        def service_event(kind: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-            owner(kind, obj, old)
-            if kind == "DELETED" and self.reconciler is not None:
-                for key in self.reconciler.keys_with_problems():
-                    queue.add(key)
-
-        options: dict[str, Any] = {"watch_timeout_seconds": s.watch_timeout}
-        if s.watch_stall_timeout is not None:
-            options["stall_timeout"] = s.watch_stall_timeout
-        self.groups = {
-            "webservers": InformerGroup.for_namespaces(
-                kube, WEBSERVERS, namespaces=s.namespaces, on_event=webserver_event, **options
-            ),
-            "deployments": InformerGroup.for_namespaces(
-                kube,
-                DEPLOYMENTS,
-                namespaces=s.namespaces,
-                on_event=owner,
-                label_selector=CHILD_LABEL_SELECTOR,
-                **options,
-            ),
-            "services": InformerGroup.for_namespaces(
-                kube,
-                SERVICES,
-                namespaces=s.namespaces,
-                on_event=service_event,
-                label_selector=CHILD_LABEL_SELECTOR,
-                **options,
-            ),
-        }
-        for name, group in self.groups.items():
+        self.cache = cache = InformerCache(api, s.watch)
+        self.controller = setup_webserver_controller(cache, api=api.without_retries(), settings=s.controller)
+        for name, group in cache.groups.items():
             probes.liveness[f"watch-{name}"] = _watch_check(group)
             probes.readiness[f"cache-{name}"] = _synced_check(group, name)
-            self._tasks.append(asyncio.create_task(group.run(), name=f"informers-{name}"))
-
-        self.reconciler = WebServerReconciler(
-            kube=kube,
-            caches=Caches(
-                webservers=self.groups["webservers"],
-                deployments=self.groups["deployments"],
-                services=self.groups["services"],
-            ),
-            recorder=recorder,
-        )
-        self.controller = Controller(
-            CONTROLLER_NAME,
-            self.reconciler,
-            queue,
-            workers=s.workers,
-            resync_period=s.resync_period,
-            primary=self.groups["webservers"],
-        )
+        self._tasks.append(asyncio.create_task(cache.run(), name="informers"))
 
     async def _sync_elect_and_run(self) -> int:
         s = self.settings
-        kube, controller = self.kube, self.controller
-        assert kube is not None and controller is not None  # noqa: PT018 - set by _build
+        api, controller = self.api, self.controller
+        assert api is not None and controller is not None  # noqa: PT018 - set by _build
         if not await self._until_stopped(self._all_synced()):
             return EXIT_OK
         hold: asyncio.Task[None] | None = None
-        if s.leader_elect:
+        election = s.leader_election
+        if election.leader_elect:
             self.elector = LeaderElector(
-                kube,
-                lease_name=s.leader_election_id,
-                lease_namespace=s.leader_election_namespace or _pod_namespace() or "default",
+                api,
+                lease_name=election.leader_election_id,
+                lease_namespace=election.leader_election_namespace or _pod_namespace() or "default",
                 identity=_identity(),
-                lease_duration=s.lease_duration,
-                renew_deadline=s.renew_deadline,
-                retry_period=s.retry_period,
+                lease_duration=election.lease_duration,
+                renew_deadline=election.renew_deadline,
+                retry_period=election.retry_period,
             )
             if not await self._until_stopped(self.elector.acquire()):
                 return EXIT_OK
@@ -232,7 +166,7 @@ class Operator:
             controller_task.result()
             log.error("controller stopped unexpectedly")
             return EXIT_FAILED
-        drained = await controller.stop(s.drain_timeout)
+        drained = await controller.stop(s.controller.drain_timeout)
         await asyncio.gather(controller_task, return_exceptions=True)
         if hold is not None:
             hold.cancel()
@@ -241,8 +175,9 @@ class Operator:
         return EXIT_OK
 
     async def _all_synced(self) -> None:
+        assert self.cache is not None
         log.info("waiting for caches to sync")
-        await asyncio.gather(*(group.synced.wait() for group in self.groups.values()))
+        await self.cache.synced()
         log.info("caches synced")
 
     async def _until_stopped(self, awaitable: Awaitable[None]) -> bool:
@@ -264,8 +199,8 @@ class Operator:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self.kube is not None:
-            await self.kube.close()
+        if self.api is not None:
+            await self.api.close()
         if self.probe_server is not None:
             self.probe_server.stop()
         log.info("stopped")

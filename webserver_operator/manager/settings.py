@@ -1,8 +1,12 @@
-"""Operator settings: one pydantic-settings model, read from `WEBSERVER_OPERATOR_*` variables and mirrored by flags.
+"""The root settings object: every section of ``core.settings``, read from ``WEBSERVER_OPERATOR_*`` and ``run`` flags.
 
-Why one model for both: the chart sets environment variables or arguments, people type flags, and both must mean
-the same thing with the same validation. The `run` flags are generated from the fields below (name, help text,
-type), so a setting cannot exist in one place and not the other. Flags override the environment.
+Why one model for both sources: the chart sets arguments or environment variables, people type flags, and both must
+mean the same thing with the same validation. The ``run`` flags are generated from the section fields (name, help
+text, default, type), so a setting cannot exist in one place and not the other. Flags override the environment.
+
+Users see flat names (``--workers``, ``WEBSERVER_OPERATOR_WORKERS``); the code sees the tree (``settings.controller
+.workers``). ``_nest`` puts each flat name into its section, for the environment and for keyword arguments alike.
+Called by ``cli`` (``load_settings``); the sections go on to the layers they configure.
 
 Invalid settings fail at start with the setting's name, its flag, its variable and what is allowed, before
 anything talks to the cluster.
@@ -11,117 +15,97 @@ anything talks to the cluster.
 from __future__ import annotations
 
 import argparse
-import re
-from typing import Annotated, Any, Literal
+import os
+from typing import Any
 
-from pydantic import Field, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from webserver_operator.core.settings import (
+    ClientSettings,
+    ControllerSettings,
+    LeaderElectionSettings,
+    LogSettings,
+    ServerSettings,
+    WatchSettings,
+)
 
 ENV_PREFIX = "WEBSERVER_OPERATOR_"
 
-_BIND_RE = re.compile(r"^(?P<host>\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):(?P<port>\d{1,5})$")
-
-
-def parse_bind_address(value: str) -> tuple[str, int]:
-    """Split ``host:port`` (``:8080`` = all interfaces, ``0`` = disabled); raise ValueError with the expected form."""
-    match = _BIND_RE.match(value)
-    if not match or int(match["port"]) > 65535:
-        raise ValueError(f"{value!r} is not a bind address: use HOST:PORT or :PORT (e.g. :8080, 127.0.0.1:0)")
-    host = match["host"].strip("[]") or "0.0.0.0"  # noqa: S104 - binding all interfaces is the documented default
-    return host, int(match["port"])
-
 
 class Settings(BaseSettings):
-    """Everything `webserver-operator run` can be told. Field docs become the flags' help text."""
+    """Everything ``webserver-operator run`` can be told, as a tree of sections (see ``core.settings``)."""
 
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True, populate_by_name=True)
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True)
 
-    namespaces: Annotated[list[str], NoDecode] = Field(
-        default_factory=list,
-        description="Namespaces to watch, comma-separated; empty = all namespaces.",
-    )
-    kubeconfig: str | None = Field(
-        default=None, description="Path to a kubeconfig; default: in-cluster config, else $KUBECONFIG/~/.kube/config."
-    )
-    context: str | None = Field(default=None, description="kubeconfig context to use (default: current context).")
-    metrics_bind_address: str = Field(
-        default=":8080",
-        description="Address of the Prometheus /metrics endpoint (HOST:PORT; port 0 picks a free port; '0' disables).",
-    )
-    health_probe_bind_address: str = Field(
-        default=":8081", description="Address of /healthz and /readyz (HOST:PORT; port 0 picks a free port)."
-    )
-    leader_elect: bool = Field(default=False, description="Elect a leader with a Lease so only one replica acts.")
-    leader_election_id: str = Field(default="webserver-operator-leader", description="Name of the Lease.")
-    leader_election_namespace: str | None = Field(
-        default=None, description="Namespace of the Lease (default: the pod's namespace, else 'default')."
-    )
-    lease_duration: float = Field(default=15.0, gt=0, description="Seconds a standby waits before taking over.")
-    renew_deadline: float = Field(
-        default=10.0, gt=0, description="Seconds the leader retries renewing before it quits."
-    )
-    retry_period: float = Field(default=2.0, gt=0, description="Seconds between leader election attempts.")
-    workers: int = Field(default=4, ge=1, le=64, description="WebServers reconciled concurrently.")
-    resync_period: float = Field(
-        default=36000.0, ge=60, description="Seconds between full resyncs (a safety net; changes are event-driven)."
-    )
-    drain_timeout: float = Field(
-        default=25.0, ge=0, description="Seconds in-flight reconciles may take to finish on shutdown."
-    )
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(default="INFO", description="Log level.")
-    log_format: Literal["json", "text"] = Field(default="json", description="Log format: json or text.")
-    connect_timeout: float = Field(default=10.0, gt=0, description="Seconds to connect to the API server.")
-    read_timeout: float = Field(default=30.0, gt=0, description="Seconds to wait for an API response.")
-    watch_timeout: int = Field(
-        default=300, ge=10, le=1800, description="Server-side timeout of each watch request (seconds)."
-    )
-    watch_stall_timeout: float | None = Field(
-        default=None,
-        gt=0,
-        description="Seconds without any watch event (bookmarks included) before a watch is restarted "
-        "(default: watch timeout + 60).",
-    )
-    max_loop_lag: float = Field(
-        default=10.0, gt=0, description="Seconds the event loop may be blocked before /healthz fails."
-    )
-    qps: float | None = Field(default=None, gt=0, description="Client-side request rate limit (default: off).")
-    burst: int = Field(default=10, ge=1, description="Requests allowed at once above --qps.")
+    client: ClientSettings = Field(default_factory=ClientSettings)
+    watch: WatchSettings = Field(default_factory=WatchSettings)
+    controller: ControllerSettings = Field(default_factory=ControllerSettings)
+    leader_election: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    log: LogSettings = Field(default_factory=LogSettings)
 
-    @field_validator("namespaces", mode="before")
     @classmethod
-    def _split_namespaces(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        return value
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, _FlatEnvironment(settings_cls)
 
-    @field_validator("namespaces")
+    @model_validator(mode="before")
     @classmethod
-    def _valid_namespaces(cls, value: list[str]) -> list[str]:
-        for ns in value:
-            if not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", ns) or len(ns) > 63:
-                raise ValueError(f"{ns!r} is not a namespace name (lowercase letters, digits, '-')")
-        return sorted(set(value))
+    def _nest(cls, data: Any) -> Any:
+        """Move flat names (``workers=3``) into their section; a flat value wins over a nested one."""
+        if not isinstance(data, dict):
+            return data
+        nested: dict[str, Any] = {key: dict(value) if isinstance(value, dict) else value for key, value in data.items()}
+        for flat, value in data.items():
+            section = _SECTION_OF.get(flat)
+            if section is None:
+                continue
+            del nested[flat]
+            target = nested.setdefault(section, {})
+            if isinstance(target, dict):
+                target[flat] = value
+        return nested
 
-    @field_validator("metrics_bind_address", "health_probe_bind_address")
-    @classmethod
-    def _valid_bind(cls, value: str) -> str:
-        if value == "0":
-            return value
-        parse_bind_address(value)
-        return value
 
-    @model_validator(mode="after")
-    def _election_timings(self) -> Settings:
-        if not self.renew_deadline < self.lease_duration:
-            raise ValueError(
-                f"renew_deadline ({self.renew_deadline}s) must be shorter than lease_duration ({self.lease_duration}s)"
-            )
-        if not self.retry_period * 1.2 < self.renew_deadline:
-            raise ValueError(
-                f"retry_period ({self.retry_period}s) must be shorter than renew_deadline ({self.renew_deadline}s) "
-                "by more than its 20% jitter, or a single slow renewal would cost the lease"
-            )
-        return self
+def _sections() -> dict[str, type[BaseModel]]:
+    sections: dict[str, type[BaseModel]] = {}
+    for name, field in Settings.model_fields.items():
+        annotation = field.annotation
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            raise TypeError(f"Settings.{name} must be a section model, got {annotation!r}")
+        sections[name] = annotation
+    return sections
+
+
+def setting_fields() -> dict[str, FieldInfo]:
+    """Every user-facing setting by its flat name, in declaration order."""
+    return {name: field for model in _sections().values() for name, field in model.model_fields.items()}
+
+
+_SECTION_OF: dict[str, str] = {name: section for section, model in _sections().items() for name in model.model_fields}
+
+
+class _FlatEnvironment(PydanticBaseSettingsSource):
+    """``WEBSERVER_OPERATOR_<NAME>`` for every flat setting name (the variables the chart and users already set)."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # not used: __call__ reads the flat names directly
+
+    def __call__(self) -> dict[str, Any]:
+        return {
+            name: os.environ[ENV_PREFIX + name.upper()]
+            for name in _SECTION_OF
+            if os.environ.get(ENV_PREFIX + name.upper(), "") != ""
+        }
 
 
 class SettingsError(Exception):
@@ -132,11 +116,25 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def _default_text(field: FieldInfo) -> str:
+    if field.default_factory is not None:
+        value: Any = field.default_factory()  # type: ignore[call-arg]
+    elif field.default is PydanticUndefined:
+        return ""
+    else:
+        value = field.default
+    if value is None or value == []:
+        return " (default: unset)"
+    if isinstance(value, bool):
+        return f" (default: {'on' if value else 'off'})"
+    return f" (default: {value})"
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add one flag per setting; defaults stay None so only flags actually given override the environment."""
-    for name, field in Settings.model_fields.items():
+    for name, field in setting_fields().items():
         env = ENV_PREFIX + name.upper()
-        help_text = f"{field.description} [env {env}]"
+        help_text = f"{field.description}{_default_text(field)} [env {env}]"
         if field.annotation is bool:
             parser.add_argument(_flag(name), dest=name, action=argparse.BooleanOptionalAction, help=help_text)
         else:
@@ -147,14 +145,15 @@ def load_settings(args: argparse.Namespace | None = None) -> Settings:
     """Build Settings from the environment plus the flags in ``args``; raise SettingsError with a readable text."""
     overrides = {}
     if args is not None:
-        overrides = {k: v for k, v in vars(args).items() if k in Settings.model_fields and v is not None}
+        overrides = {k: v for k, v in vars(args).items() if k in _SECTION_OF and v is not None}
     try:
         return Settings(**overrides)
     except ValidationError as err:
         lines = []
         for problem in err.errors():
             loc = [str(part) for part in problem["loc"]]
-            name = loc[0] if loc else ""
-            where = f"{name} ({_flag(name)} / {ENV_PREFIX}{name.upper()})" if name else "settings"
-            lines.append(f"invalid setting {where}: {problem['msg']} (got {problem.get('input')!r})")
+            name = next((part for part in reversed(loc) if part in _SECTION_OF), "")
+            where = f"{name} ({_flag(name)} / {ENV_PREFIX}{name.upper()})" if name else f"settings ({'.'.join(loc)})"
+            message = str(problem["msg"]).removeprefix("Value error, ")
+            lines.append(f"invalid setting {where}: {message} (got {problem.get('input')!r})")
         raise SettingsError("\n".join(lines)) from None

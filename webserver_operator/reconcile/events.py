@@ -4,6 +4,9 @@ Why best-effort and de-duplicated here: an Event is a message to a person, never
 to write one (RBAC, a terminating namespace) must not fail a reconcile, and the same Warning must not be written
 again on every resync or retry: callers pass a ``once_key`` (for example the reason plus the WebServer's generation)
 and the recorder remembers which keys it has already reported for each WebServer.
+
+Used by ``reconcile.reconciler``; ``reconcile.setup`` makes it forget a WebServer once deleted. Its client is the
+no-retry view: an Event is created with ``generateName``, so a create retried after a lost answer would duplicate it.
 """
 
 from __future__ import annotations
@@ -12,8 +15,9 @@ import logging
 import os
 import socket
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
+from webserver_operator.core.vocabulary import ApiRequests
 from webserver_operator.kube.errors import KubeError
 from webserver_operator.kube.resources import EVENTS
 
@@ -24,18 +28,6 @@ _MAX_MESSAGE = 1024
 _MAX_REMEMBERED = 64
 
 
-class RequestSender(Protocol):
-    async def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: dict[str, str | int | bool] | None = None,
-        body: object | None = None,
-        content_type: str | None = None,
-    ) -> dict[str, Any]: ...
-
-
 def _now() -> str:
     return datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -43,8 +35,8 @@ def _now() -> str:
 class EventRecorder:
     """Writes core/v1 Events for an involved object; remembers ``once_key``s per object to avoid repeats."""
 
-    def __init__(self, kube: RequestSender, *, instance: str | None = None) -> None:
-        self._kube = kube
+    def __init__(self, api: ApiRequests, *, instance: str | None = None) -> None:
+        self._api = api
         self._instance = instance or os.environ.get("POD_NAME") or socket.gethostname()
         self._seen: dict[str, list[str]] = {}
 
@@ -94,7 +86,7 @@ class EventRecorder:
             "count": 1,
         }
         try:
-            await self._kube.request("POST", EVENTS.path(namespace=namespace), body=event)
+            await self._api.request("POST", EVENTS.path(namespace=namespace), body=event)
         except KubeError as err:
             log.warning(
                 "could not record event %s on %s/%s: %s",

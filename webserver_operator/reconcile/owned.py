@@ -7,12 +7,10 @@ every reconcile) or wipe what others own. So the operator owns a short, explicit
 after normalising server defaults (a missing ``protocol`` is ``TCP``, ``0.5`` cpu is ``500m``), and writes only what
 differs:
 
-1. ``merge_owned_deployment`` / ``merge_owned_service`` return a copy of the *live* object with only the owned fields
-   set from *desired*, and only where they differ, so an unchanged field keeps the live value byte for byte;
-2. ``merge_patch`` turns (live, merged) into an RFC 7386 JSON merge patch carrying ``metadata.resourceVersion``: a
-   write based on a stale cache fails with 409 and the reconcile retries from fresh state, which is what makes the
-   whole-list replacement of a merge patch (``containers``, ``ports``) safe;
-3. ``diff`` / ``changed_paths`` say what drifted, for logs, Events and the drift-repair metric.
+``merge_owned_deployment`` / ``merge_owned_service`` return a copy of the *live* object with only the owned fields
+set from *desired*, and only where they differ, so an unchanged field keeps the live value byte for byte. The
+reconciler hands ``(live, merged)`` to ``core.jsondiff.compare``, which says what drifted and builds the merge patch
+(with ``metadata.resourceVersion``, so a write based on a stale cache fails with 409 and is retried from fresh state).
 
 Owned, Deployment: our label keys (metadata and pod template), our controller ownerReference, ``spec.replicas``, and
 in the container named ``web`` its ``image``, ``ports`` and ``resources``, plus the pod's ``imagePullSecrets``.
@@ -22,15 +20,11 @@ else's. A Deployment's ``spec.selector`` is immutable, so it is never patched: `
 """
 
 import copy
-import re
-from dataclasses import dataclass
 from typing import Any, Final
 
 from webserver_operator.builders.names import CONTAINER_NAME
-from webserver_operator.builders.ownership import controller_of
-from webserver_operator.reconcile.quantity import quantities_equal
-
-KubeObject = dict[str, Any]
+from webserver_operator.core.quantity import quantities_equal
+from webserver_operator.core.vocabulary import KubeObject, controller_of
 
 _DEFAULT_PROTOCOL: Final = "TCP"
 _DEFAULT_REPLICAS: Final = 1
@@ -44,8 +38,8 @@ _RESOURCE_LISTS: Final = ("limits", "requests")
 def merge_owned_deployment(live: KubeObject, desired: KubeObject) -> KubeObject:
     """A deep copy of ``live`` with the operator-owned Deployment fields set from ``desired`` where they differ.
 
-    Raises ValueError when ``live`` is controlled by another owner (callers check ``is_controlled_by`` first: a
-    foreign object is reported, never overwritten).
+    Raises ValueError when ``live`` is controlled by another owner (the reconciler checks ownership first: a foreign
+    object is reported, never overwritten).
     """
     merged = copy.deepcopy(live)
     _merge_metadata(merged, desired)
@@ -227,124 +221,3 @@ def _set_or_drop(obj: KubeObject, key: str, value: Any) -> None:
         obj[key] = copy.deepcopy(value)
     else:
         obj.pop(key, None)
-
-
-# --- describing what changed -----------------------------------------------------------------------------------------
-
-
-class _Absent:
-    """Marker for a field that is not there (distinct from a JSON null)."""
-
-    def __repr__(self) -> str:
-        return "absent"
-
-
-ABSENT: Final = _Absent()
-_SIMPLE_KEY = re.compile(r"[A-Za-z0-9_-]+")
-_MAX_VALUE_CHARS = 80
-
-
-@dataclass(frozen=True)
-class Change:
-    """One field that differs: its path (``spec.template.spec.containers[web].image``), old and new value.
-
-    ``old`` / ``new`` are ``ABSENT`` when the field is missing on that side. ``str()`` gives a short line for logs and
-    Events: ``spec.replicas (3 -> 5)``.
-    """
-
-    path: str
-    old: Any
-    new: Any
-
-    def __str__(self) -> str:
-        return f"{self.path} ({_short(self.old)} -> {_short(self.new)})"
-
-
-def diff(live: KubeObject, merged: KubeObject) -> list[Change]:
-    """Every leaf where ``merged`` differs from ``live``; for a ``merge_owned_*`` result, the drifted owned fields.
-
-    Lists of named objects (containers, ports, imagePullSecrets, ownerReferences) are matched by name, so the path
-    says which entry changed; other lists are reported whole.
-    """
-    changes: list[Change] = []
-    _diff(live, merged, "", changes)
-    return changes
-
-
-def changed_paths(live: KubeObject, merged: KubeObject) -> list[str]:
-    """The paths of ``diff(live, merged)``, e.g. ``["spec.replicas"]``; empty means there is nothing to write."""
-    return [change.path for change in diff(live, merged)]
-
-
-def _diff(old: Any, new: Any, path: str, out: list[Change]) -> None:
-    if old == new:
-        return
-    if isinstance(old, dict) and isinstance(new, dict):
-        for key in [*old, *(k for k in new if k not in old)]:
-            _diff(old.get(key, ABSENT), new.get(key, ABSENT), _join(path, str(key)), out)
-        return
-    if isinstance(old, list) and isinstance(new, list):
-        old_named, new_named = _by_name(old), _by_name(new)
-        if old_named is not None and new_named is not None:
-            before = len(out)
-            for name in [*old_named, *(n for n in new_named if n not in old_named)]:
-                _diff(old_named.get(name, ABSENT), new_named.get(name, ABSENT), f"{path}[{name}]", out)
-            if len(out) > before:
-                return  # otherwise the entries are equal and only their order changed: report the list
-    out.append(Change(path, old, new))
-
-
-def _by_name(items: list[Any]) -> dict[str, Any] | None:
-    """The list as ``{name: item}`` when every item is an object with a distinct string name, else None."""
-    named: dict[str, Any] = {}
-    for item in items:
-        name = item.get("name") if isinstance(item, dict) else None
-        if not isinstance(name, str) or name in named:
-            return None
-        named[name] = item
-    return named
-
-
-def _join(path: str, key: str) -> str:
-    if _SIMPLE_KEY.fullmatch(key):
-        return f"{path}.{key}" if path else key
-    return f"{path}[{key}]"
-
-
-def _short(value: Any) -> str:
-    text = repr(value) if not isinstance(value, str) else value
-    return text if len(text) <= _MAX_VALUE_CHARS else text[: _MAX_VALUE_CHARS - 3] + "..."
-
-
-# --- the write -------------------------------------------------------------------------------------------------------
-
-
-def merge_patch(live: KubeObject, merged: KubeObject) -> KubeObject | None:
-    """The RFC 7386 JSON merge patch that turns ``live`` into ``merged``, or None when they are equal.
-
-    The patch carries ``metadata.resourceVersion`` of ``live`` (optimistic concurrency: the API server rejects it
-    with 409 if the object changed since it was cached). Keys missing from ``merged`` become ``null``; lists are
-    replaced whole, as merge patches always do.
-    """
-    patch = _merge_patch(live, merged)
-    if not patch:
-        return None
-    resource_version = (live.get("metadata") or {}).get("resourceVersion")
-    if resource_version is not None:
-        metadata = patch.get("metadata")
-        if not isinstance(metadata, dict):
-            metadata = patch["metadata"] = {}
-        metadata["resourceVersion"] = resource_version
-    return patch
-
-
-def _merge_patch(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    patch: dict[str, Any] = {key: None for key in old if key not in new}
-    for key, value in new.items():
-        if key in old and old[key] == value:
-            continue
-        if key in old and isinstance(old[key], dict) and isinstance(value, dict):
-            patch[key] = _merge_patch(old[key], value)
-        else:
-            patch[key] = copy.deepcopy(value)
-    return patch

@@ -2,18 +2,22 @@
 
 Level-triggered and idempotent: every call starts from the cached state of the WebServer and its children and does
 the same thing for the same inputs; there are no create/update/delete event branches. Reads come from the informer
-caches (zero polling reads); a write is sent only when the pure functions say an owned field differs, so a converged
-WebServer costs no writes at all, on any number of resyncs.
+caches (zero polling reads); a write is sent only when an owned field differs, so a converged WebServer costs no
+writes at all, on any number of resyncs. Where each ownership rule lives is listed in docs/architecture.md.
 
-Ownership rules (see docs in DESIGN.md):
-- a missing child is created with a create request (never an apply that could overwrite a foreign object);
-- 409 AlreadyExists: read the object; ours (not yet in the cache) is fine; anything controlled by someone else, or
-  without our labels, is never adopted or written: Ready=False names the conflict, one Warning Event per generation,
-  and a slow capped requeue (the label-filtered cache will not tell us when it goes away);
-- an object with our labels and no controller (left by ``--cascade=orphan``) is adopted;
-- drift is repaired with an optimistic-concurrency merge patch of just the owned fields (others' labels,
-  annotations and ``kubectl rollout restart`` survive);
+``reconcile`` reads top to bottom: look the WebServer up, validate it, sync each child, write the status if it
+changed, decide when to look again. Syncing one child:
+- missing: create it (never an apply that could overwrite a foreign object); a 409 AlreadyExists means ours, not
+  yet in the cache, or a foreign object: read it and check;
+- controlled by someone else, or without our labels: never adopted or written; a ``Problem`` (Ready=False, one
+  Warning per generation, a slow requeue: the label-filtered cache will not tell us when it goes away);
+- our labels and no controller (left by ``--cascade=orphan``): adopted;
+- drift: an optimistic-concurrency merge patch of just the owned fields (others' labels, annotations and
+  ``kubectl rollout restart`` survive);
 - no finalizers: the garbage collector deletes the children through their ownerReference.
+
+Driven by ``runtime.controller.Controller`` (declared in ``reconcile.setup``); hands writes to the API through the
+no-retry client view, so failures go back to the work queue's per-key backoff.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -33,40 +37,33 @@ from webserver_operator.builders import (
     INSTANCE_LABEL,
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
-    controller_of,
     desired_deployment,
     desired_service,
 )
-from webserver_operator.kube.errors import ApiError, Conflict, Forbidden, Invalid, NotFound, TransportError
+from webserver_operator.core.backoff import BackoffPolicy
+from webserver_operator.core.jsondiff import Difference, compare
+from webserver_operator.core.vocabulary import (
+    MERGE_PATCH,
+    ApiRequests,
+    KubeObject,
+    ObjectKey,
+    ObjectReader,
+    controller_of,
+)
+from webserver_operator.kube.errors import ApiError, Conflict, NotFound, TransportError
 from webserver_operator.kube.resources import DEPLOYMENTS, SERVICES, WEBSERVERS, Resource
 from webserver_operator.reconcile.conditions import set_condition
-from webserver_operator.reconcile.events import EventRecorder, RequestSender
-from webserver_operator.reconcile.owned import (
-    changed_paths,
-    merge_owned_deployment,
-    merge_owned_service,
-    merge_patch,
-    selector_mismatch,
-)
-from webserver_operator.reconcile.result import Result
-from webserver_operator.reconcile.status import READY, Problem, compute_status, status_changed
+from webserver_operator.reconcile.events import EventRecorder
+from webserver_operator.reconcile.owned import merge_owned_deployment, merge_owned_service, selector_mismatch
+from webserver_operator.reconcile.problems import Problem, from_api_error
+from webserver_operator.reconcile.status import READY, compute_status, status_changed
+from webserver_operator.runtime.result import Result
 
 log = logging.getLogger(__name__)
 
-KubeObject = dict[str, Any]
-ObjectKey = tuple[str, str]
-
-MERGE_PATCH = "application/merge-patch+json"
-PROBLEM_REQUEUE_BASE = 15.0
-PROBLEM_REQUEUE_CAP = 300.0
-"""A conflict or an invalid child is re-checked slowly (15 s doubling to 5 min): the cause may clear without any
-event we watch (the foreign object is deleted, the other Service frees its nodePort)."""
-
-
-class ObjectReader(Protocol):
-    """Read-only cache view (mirrors webserver_operator.controller.view.ObjectReader; structural typing)."""
-
-    def get(self, key: ObjectKey, /) -> KubeObject | None: ...
+PROBLEM_REQUEUE = BackoffPolicy(base=15.0, cap=300.0)
+"""A problem is re-checked slowly (15 s doubling to 5 min): the cause may clear without any event we watch (the
+foreign object is deleted, the other Service frees its nodePort)."""
 
 
 @dataclass(frozen=True)
@@ -78,30 +75,17 @@ class Caches:
 
 @dataclass(frozen=True)
 class _Child:
+    """One kind of child: where it lives, what it should be, and which of its fields are ours."""
+
     resource: Resource
     cache: ObjectReader
     desired: Callable[[WebServer], KubeObject]
     merge: Callable[[KubeObject, KubeObject], KubeObject]
+    immutable_selector: bool = False
 
-
-def _forbidden(kind: str, name: str, verb: str, err: Forbidden) -> ChildProblemError:
-    """403 on a child: missing RBAC, a terminating namespace, or an admission or quota denial.
-
-    Only a person can fix it, so it becomes Ready=False with the API's own message (naming the missing permission).
-    """
-    return ChildProblemError(
-        Problem(reason=f"{kind}Forbidden", message=f"cannot {verb} {kind} {name}: {err}"),
-        event_reason=f"{kind}Forbidden",
-    )
-
-
-class ChildProblemError(Exception):
-    """A child cannot be brought in line for a reason only a person can fix; becomes Ready=False + an Event."""
-
-    def __init__(self, problem: Problem, *, event_reason: str) -> None:
-        super().__init__(problem.message)
-        self.problem = problem
-        self.event_reason = event_reason
+    @property
+    def kind(self) -> str:
+        return self.resource.kind
 
 
 class WebServerReconciler:
@@ -110,20 +94,20 @@ class WebServerReconciler:
     def __init__(
         self,
         *,
-        kube: RequestSender,
+        api: ApiRequests,
         caches: Caches,
         recorder: EventRecorder,
         clock: Callable[[], datetime] = lambda: datetime.now(tz=UTC),
     ) -> None:
-        self._kube = kube
+        self._api = api
         self._caches = caches
         self._recorder = recorder
         self._clock = clock
         self._problem_streak: dict[ObjectKey, int] = {}
-        self._children = (
-            _Child(DEPLOYMENTS, caches.deployments, desired_deployment, merge_owned_deployment),
-            _Child(SERVICES, caches.services, desired_service, merge_owned_service),
+        self._deployment = _Child(
+            DEPLOYMENTS, caches.deployments, desired_deployment, merge_owned_deployment, immutable_selector=True
         )
+        self._service = _Child(SERVICES, caches.services, desired_service, merge_owned_service)
 
     def keys_with_problems(self) -> list[ObjectKey]:
         """WebServers currently waiting on a problem (a conflict, a rejected child).
@@ -141,22 +125,44 @@ class WebServerReconciler:
         try:
             ws = WebServer.model_validate(obj)
         except ValidationError as err:
-            return await self._invalid_spec(obj, err)
+            return await self._report_invalid_spec(obj, err)
 
-        live: dict[str, KubeObject | None] = {}
-        problem: Problem | None = None
-        for child in self._children:
+        live, problem = await self._sync_children(ws, obj)
+
+        def status_of(current: WebServer) -> dict[str, Any]:
+            return compute_status(
+                current,
+                deployment=live[self._deployment],
+                service=live[self._service],
+                problem=problem,
+                now=self._clock(),
+            )
+
+        status = status_of(ws)
+        if status_changed(obj.get("status"), status):
+            await self._write_status(obj, status, recompute=status_of)
+        return self._next_look(key, problem)
+
+    # -- children ---------------------------------------------------------------------------------------------------
+
+    async def _sync_children(
+        self, ws: WebServer, obj: KubeObject
+    ) -> tuple[dict[_Child, KubeObject | None], Problem | None]:
+        """Sync every child; returns what each looks like now and the first problem met (others are still synced)."""
+        live: dict[_Child, KubeObject | None] = {}
+        first: Problem | None = None
+        for child in (self._deployment, self._service):
             try:
-                live[child.resource.kind] = await self._ensure_child(ws, obj, child)
-            except ChildProblemError as err:
-                live[child.resource.kind] = None
-                problem = problem or err.problem
+                live[child] = await self._sync_child(ws, obj, child)
+            except Problem as problem:
+                live[child] = None
+                first = first or problem
                 await self._recorder.emit(
                     obj,
                     type_="Warning",
-                    reason=err.event_reason,
-                    message=err.problem.message,
-                    once_key=f"{err.problem.reason}/{ws.generation}/{err.problem.message}",
+                    reason=problem.event_reason,
+                    message=problem.message,
+                    once_key=f"{problem.reason}/{ws.generation}/{problem.message}",
                 )
             except (ApiError, TransportError) as err:
                 # Retried with backoff by the controller; tell the user once per distinct error, not per retry.
@@ -165,141 +171,118 @@ class WebServerReconciler:
                         obj,
                         type_="Warning",
                         reason="ReconcileError",
-                        message=f"{child.resource.kind} {ws.name}: {err} (retrying with backoff)",
+                        message=f"{child.kind} {ws.name}: {err} (retrying with backoff)",
                         once_key=f"error/{ws.generation}/{type(err).__name__}/{getattr(err, 'status', '')}",
                     )
                 raise
+        return live, first
 
-        def status_of(current: WebServer) -> dict[str, Any]:
-            return compute_status(
-                current,
-                deployment=live[DEPLOYMENTS.kind],
-                service=live[SERVICES.kind],
-                problem=problem,
-                now=self._clock(),
-            )
-
-        status = status_of(ws)
-        if status_changed(obj.get("status"), status):
-            await self._write_status(obj, status, recompute=status_of)
-
-        if problem is None:
-            self._problem_streak.pop(key, None)
-            return Result()
-        streak = self._problem_streak.get(key, 0)
-        self._problem_streak[key] = streak + 1
-        return Result(requeue_after=min(PROBLEM_REQUEUE_CAP, PROBLEM_REQUEUE_BASE * 2**streak))
-
-    async def _ensure_child(self, ws: WebServer, ws_obj: KubeObject, child: _Child) -> KubeObject:
-        kind = child.resource.kind
+    async def _sync_child(self, ws: WebServer, ws_obj: KubeObject, child: _Child) -> KubeObject:
         desired = child.desired(ws)
-        key = (ws.namespace, ws.name)
-        live = child.cache.get(key)
+        live = child.cache.get((ws.namespace, ws.name))
         if live is None:
             created = await self._create(ws, ws_obj, child, desired)
             if created is not None:
                 return created
             # It exists but the cache has not seen it (ours, just created) or cannot (not our labels): read it.
             # A NotFound here (deleted since the 409) propagates and the retry creates it.
-            live = await self._kube.request("GET", child.resource.path(namespace=ws.namespace, name=ws.name))
-        self._check_ownership(ws, kind, live)
-        if kind == DEPLOYMENTS.kind and selector_mismatch(live, desired):
-            raise ChildProblemError(
-                Problem(
-                    reason="DeploymentSelectorMismatch",
-                    message=(
-                        f"Deployment {ws.name} has a selector the operator did not set and cannot change (selectors "
-                        f"are immutable): delete the Deployment (kubectl delete deployment {ws.name} -n "
-                        f"{ws.namespace}) and the operator recreates it"
-                    ),
-                ),
+            live = await self._api.request("GET", child.resource.path(namespace=ws.namespace, name=ws.name))
+        self._check_ownership(ws, child, live)
+        if child.immutable_selector and selector_mismatch(live, desired):
+            raise Problem(
+                "DeploymentSelectorMismatch",
+                f"Deployment {ws.name} has a selector the operator did not set and cannot change (selectors are "
+                f"immutable): delete the Deployment (kubectl delete deployment {ws.name} -n {ws.namespace}) and the "
+                "operator recreates it",
                 event_reason="SelectorMismatch",
             )
-        merged = child.merge(live, desired)
-        paths = changed_paths(live, merged)
-        if not paths:
+        difference = compare(live, child.merge(live, desired))
+        if difference.patch is None:
             return live
-        patch = merge_patch(live, merged)
-        if patch is None:
-            return live
+        return await self._repair(ws, ws_obj, child, live, difference)
+
+    async def _create(self, ws: WebServer, ws_obj: KubeObject, child: _Child, desired: KubeObject) -> KubeObject | None:
+        """Create the child; None when it already exists (the caller reads and checks it)."""
+        try:
+            created = await self._api.request("POST", child.resource.path(namespace=ws.namespace), body=desired)
+        except Conflict as err:
+            if err.already_exists:
+                return None
+            raise
+        except ApiError as err:
+            problem = from_api_error(err, kind=child.kind, name=ws.name, verb="create")
+            if problem is None:
+                raise
+            raise problem from err
+        log.info(
+            "created %s", child.kind, extra={"namespace": ws.namespace, "object_name": ws.name, "kind": child.kind}
+        )
+        await self._recorder.emit(ws_obj, type_="Normal", reason="Created", message=f"Created {child.kind} {ws.name}")
+        return created
+
+    async def _repair(
+        self, ws: WebServer, ws_obj: KubeObject, child: _Child, live: KubeObject, difference: Difference
+    ) -> KubeObject:
+        """Write the owned fields that drifted (or adopt an orphan) with one optimistic-concurrency merge patch."""
         adopting = controller_of(live) is None
         try:
-            updated = await self._kube.request(
+            updated = await self._api.request(
                 "PATCH",
                 child.resource.path(namespace=ws.namespace, name=ws.name),
-                body=patch,
+                body=difference.patch,
                 content_type=MERGE_PATCH,
             )
-        except Invalid as err:
-            raise ChildProblemError(
-                Problem(reason=f"{kind}Invalid", message=f"the API server rejected the {kind} update: {err.message}"),
-                event_reason=f"{kind}Invalid",
-            ) from err
-        except Forbidden as err:
-            raise _forbidden(kind, ws.name, "update", err) from err
-        # Conflict (stale cache) and NotFound (deleted meanwhile) propagate: the retry starts from fresh state.
+        except ApiError as err:
+            # Conflict (stale cache) and NotFound (deleted meanwhile) propagate: the retry starts from fresh state.
+            problem = from_api_error(err, kind=child.kind, name=ws.name, verb="update")
+            if problem is None:
+                raise
+            raise problem from err
         what = "adopted orphaned" if adopting else "repaired drift in"
-        metrics.DRIFT_REPAIRS.labels(kind=kind).inc()
+        paths = difference.paths
+        metrics.DRIFT_REPAIRS.labels(kind=child.kind).inc()
         log.info(
             "%s %s: %s",
             what,
-            kind,
+            child.kind,
             ", ".join(paths),
-            extra={"namespace": ws.namespace, "object_name": ws.name, "kind": kind, "fields": paths},
+            extra={"namespace": ws.namespace, "object_name": ws.name, "kind": child.kind, "fields": paths},
         )
         await self._recorder.emit(
             ws_obj,
             type_="Normal",
             reason="Adopted" if adopting else "Repaired",
-            message=f"{what.capitalize()} {kind} {ws.name}: {', '.join(paths)}",
+            message=f"{what.capitalize()} {child.kind} {ws.name}: {', '.join(paths)}",
         )
         return updated
 
-    async def _create(self, ws: WebServer, ws_obj: KubeObject, child: _Child, desired: KubeObject) -> KubeObject | None:
-        """Create the child; None when it already exists (the caller reads and checks it)."""
-        kind = child.resource.kind
-        try:
-            created = await self._kube.request("POST", child.resource.path(namespace=ws.namespace), body=desired)
-        except Conflict as err:
-            if err.already_exists:
-                return None
-            raise
-        except Invalid as err:
-            raise ChildProblemError(
-                Problem(
-                    reason=f"{kind}Invalid",
-                    message=f"the API server rejected {kind} {ws.name}: {err.message}; fix the WebServer's spec",
-                ),
-                event_reason=f"{kind}Invalid",
-            ) from err
-        except Forbidden as err:
-            raise _forbidden(kind, ws.name, "create", err) from err
-        log.info("created %s", kind, extra={"namespace": ws.namespace, "object_name": ws.name, "kind": kind})
-        await self._recorder.emit(ws_obj, type_="Normal", reason="Created", message=f"Created {kind} {ws.name}")
-        return created
-
-    def _check_ownership(self, ws: WebServer, kind: str, live: KubeObject) -> None:
+    def _check_ownership(self, ws: WebServer, child: _Child, live: KubeObject) -> None:
         owner = controller_of(live)
         if owner is not None:
             if owner.get("uid") == ws.uid:
                 return
-            holder = f"{owner.get('kind')}/{owner.get('name')}"
-            detail = f"it is controlled by {holder}"
+            detail = f"it is controlled by {owner.get('kind')}/{owner.get('name')}"
         else:
             labels = (live.get("metadata") or {}).get("labels") or {}
             if labels.get(MANAGED_BY_LABEL) == MANAGED_BY_VALUE and labels.get(INSTANCE_LABEL) == ws.name:
                 return  # orphaned child of ours (e.g. kubectl delete --cascade=orphan): adopt it
             detail = "it was not created by webserver-operator"
-        raise ChildProblemError(
-            Problem(
-                reason=f"{kind}Conflict",
-                message=(
-                    f"a {kind} named {ws.name} already exists in namespace {ws.namespace} and {detail}; the operator "
-                    f"will not modify it. Delete or rename that {kind}, or rename the WebServer"
-                ),
-            ),
-            event_reason=f"{kind}Conflict",
+        kind = child.kind
+        raise Problem(
+            f"{kind}Conflict",
+            f"a {kind} named {ws.name} already exists in namespace {ws.namespace} and {detail}; the operator will not "
+            f"modify it. Delete or rename that {kind}, or rename the WebServer",
         )
+
+    # -- status and requeue -----------------------------------------------------------------------------------------
+
+    def _next_look(self, key: ObjectKey, problem: Problem | None) -> Result:
+        if problem is None:
+            self._problem_streak.pop(key, None)
+            return Result()
+        streak = self._problem_streak.get(key, 0)
+        self._problem_streak[key] = streak + 1
+        return Result(requeue_after=PROBLEM_REQUEUE.delay(streak))
 
     async def _write_status(
         self,
@@ -319,7 +302,7 @@ class WebServerReconciler:
         body = copy.deepcopy(obj)
         body["status"] = status
         try:
-            await self._kube.request("PUT", path, body=body)
+            await self._api.request("PUT", path, body=body)
         except Conflict:
             if recompute is None:
                 raise
@@ -334,18 +317,18 @@ class WebServerReconciler:
                 return
             body = copy.deepcopy(fresh)
             body["status"] = redo
-            await self._kube.request("PUT", path, body=body)
+            await self._api.request("PUT", path, body=body)
         except NotFound:
             log.debug("WebServer deleted before its status was written", extra={"object_name": meta["name"]})
 
     async def _fresh_webserver(self, obj: KubeObject) -> KubeObject | None:
         meta = obj["metadata"]
         try:
-            return await self._kube.request("GET", WEBSERVERS.path(namespace=meta["namespace"], name=meta["name"]))
+            return await self._api.request("GET", WEBSERVERS.path(namespace=meta["namespace"], name=meta["name"]))
         except NotFound:
             return None
 
-    async def _invalid_spec(self, obj: KubeObject, err: ValidationError) -> Result:
+    async def _report_invalid_spec(self, obj: KubeObject, err: ValidationError) -> Result:
         """The API server accepted something our models reject (e.g. an older CRD): report, do not touch children."""
         details = "; ".join(f"spec.{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}" for e in err.errors())
         message = (

@@ -5,41 +5,27 @@ from scratch on every reconcile (never accumulated), and compared semantically w
 state writes nothing. ``Ready`` answers the one question users ask (``kubectl wait --for=condition=Ready``): are all
 the requested pods of the current version available? When the answer is no, the reason says why in one CamelCase word
 and the message says what to do, because the person reading it cannot see the operator's logs.
+
+Called by ``reconcile.reconciler`` with the children it just synced and the ``reconcile.problems.Problem`` it met,
+if any; hands back the status body the reconciler writes (or skips, when ``status_changed`` says nothing changed).
 """
 
 import contextlib
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
 from webserver_operator.api.models import WebServer
 from webserver_operator.builders.labels import selector_string
 from webserver_operator.builders.names import PORT_NAME
-from webserver_operator.reconcile.conditions import format_time, parse_time, set_condition
+from webserver_operator.core.vocabulary import KubeObject
+from webserver_operator.reconcile.conditions import ConditionDict, format_time, parse_time, set_condition
+from webserver_operator.reconcile.problems import Problem
 
 READY: Final = "Ready"
 
-KubeObject = dict[str, Any]
 
-
-@dataclass(frozen=True)
-class Problem:
-    """Something only the reconciler sees (a foreign object in the way, an API 422, a 403) that makes Ready False.
-
-    ``reason`` is CamelCase (``ServiceConflict``); ``message`` tells a person what is wrong and what to do.
-    """
-
-    reason: str
-    message: str
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The Ready condition's status, reason and message."""
-
-    status: str
-    reason: str
-    message: str
+def _verdict(status: str, reason: str, message: str) -> ConditionDict:
+    return {"type": READY, "status": status, "reason": reason, "message": message}
 
 
 def compute_status(
@@ -65,9 +51,9 @@ def compute_status(
     status["conditions"] = set_condition(
         _existing_conditions(ws),
         type=READY,
-        status=verdict.status,
-        reason=verdict.reason,
-        message=verdict.message,
+        status=verdict["status"],
+        reason=verdict["reason"],
+        message=verdict["message"],
         observed_generation=ws.generation,
         now=now,
     )
@@ -88,10 +74,10 @@ def ready_verdict(
     deployment: KubeObject | None,
     service: KubeObject | None,
     problem: Problem | None,
-) -> Verdict:
-    """Why the WebServer is or is not Ready, most actionable cause first."""
+) -> ConditionDict:
+    """The Ready condition's type, status, reason and message; the most actionable cause of not-Ready wins."""
     if problem is not None:
-        return Verdict("False", problem.reason, problem.message)
+        return _verdict("False", problem.reason, problem.message)
     first_time = ws.status is None or ws.status.observed_generation is None
     if deployment is None:
         return _missing(ws, "Deployment", first_time=first_time)
@@ -100,10 +86,10 @@ def ready_verdict(
     return _deployment_verdict(ws, deployment)
 
 
-def _missing(ws: WebServer, kind: str, *, first_time: bool) -> Verdict:
+def _missing(ws: WebServer, kind: str, *, first_time: bool) -> ConditionDict:
     if first_time:
-        return Verdict("False", "Creating", f"Creating the Deployment and Service {ws.name}.")
-    return Verdict(
+        return _verdict("False", "Creating", f"Creating the Deployment and Service {ws.name}.")
+    return _verdict(
         "False",
         f"{kind}Missing",
         f"{kind} {ws.name} does not exist; the operator is recreating it. If this persists, check the WebServer's "
@@ -111,14 +97,14 @@ def _missing(ws: WebServer, kind: str, *, first_time: bool) -> Verdict:
     )
 
 
-def _deployment_verdict(ws: WebServer, deployment: KubeObject) -> Verdict:
+def _deployment_verdict(ws: WebServer, deployment: KubeObject) -> ConditionDict:
     name, desired = ws.name, ws.spec.replicas
     status = deployment.get("status") or {}
     pods = f"kubectl -n {ws.namespace} get pods -l {selector_string(ws.name)}"
     generation = int((deployment.get("metadata") or {}).get("generation") or 0)
     observed = _count(status, "observedGeneration")
     if observed < generation:
-        return Verdict(
+        return _verdict(
             "False",
             "RollingOut",
             f"Waiting for the Deployment controller to act on the latest change to Deployment {name} (generation "
@@ -126,7 +112,7 @@ def _deployment_verdict(ws: WebServer, deployment: KubeObject) -> Verdict:
         )
     failure = _deployment_condition(deployment, "ReplicaFailure")
     if failure is not None and failure.get("status") == "True":
-        return Verdict(
+        return _verdict(
             "False",
             "ReplicaFailure",
             f"Pods of Deployment {name} cannot be created. Fix the cause (the namespace's Pod Security level, a "
@@ -138,7 +124,7 @@ def _deployment_verdict(ws: WebServer, deployment: KubeObject) -> Verdict:
         and progressing.get("status") == "False"
         and progressing.get("reason") == "ProgressDeadlineExceeded"
     ):
-        return Verdict(
+        return _verdict(
             "False",
             "ProgressDeadlineExceeded",
             f"Deployment {name} made no progress within its deadline ({_count(status, 'availableReplicas')}/"
@@ -148,33 +134,33 @@ def _deployment_verdict(ws: WebServer, deployment: KubeObject) -> Verdict:
     return _rollout_verdict(name, desired=desired, deployment=deployment, pods=pods)
 
 
-def _rollout_verdict(name: str, *, desired: int, deployment: KubeObject, pods: str) -> Verdict:
+def _rollout_verdict(name: str, *, desired: int, deployment: KubeObject, pods: str) -> ConditionDict:
     status = deployment.get("status") or {}
     replicas = _count(status, "replicas")
     updated = _count(status, "updatedReplicas")
     available = _count(status, "availableReplicas")
     spec_replicas = (deployment.get("spec") or {}).get("replicas", 1)
     if spec_replicas != desired:
-        return Verdict("False", "Scaling", f"Scaling Deployment {name} from {spec_replicas} to {desired} pods.")
+        return _verdict("False", "Scaling", f"Scaling Deployment {name} from {spec_replicas} to {desired} pods.")
     if replicas > updated:
-        return Verdict(
+        return _verdict(
             "False",
             "RollingOut",
             f"Rolling out a new version: {updated}/{desired} pods updated, {available}/{desired} available, "
             f"{replicas - updated} old pods still running. If this does not finish, check the new pods with `{pods}`.",
         )
     if replicas > desired:
-        return Verdict("False", "Scaling", f"Scaling down to {desired} pods: {replicas} still running.")
+        return _verdict("False", "Scaling", f"Scaling down to {desired} pods: {replicas} still running.")
     if updated != desired or available != desired or replicas != desired:
-        return Verdict(
+        return _verdict(
             "False",
             "Scaling",
             f"{available}/{desired} pods available. Pods that stay unavailable usually cannot pull the image, crash, "
             f"or cannot be scheduled: check them with `{pods}`.",
         )
     if desired == 0:
-        return Verdict("True", "Available", "Scaled to zero: spec.replicas is 0, no pods requested.")
-    return Verdict("True", "Available", f"{available}/{desired} pods available.")
+        return _verdict("True", "Available", "Scaled to zero: spec.replicas is 0, no pods requested.")
+    return _verdict("True", "Available", f"{available}/{desired} pods available.")
 
 
 def _deployment_condition(deployment: KubeObject, condition_type: str) -> dict[str, Any] | None:

@@ -1,0 +1,137 @@
+"""Builders: the exact objects a WebServer turns into."""
+
+from typing import Any
+
+import pytest
+
+from webserver_operator.api.models import API_VERSION, WebServer
+from webserver_operator.builders import (
+    CHILD_LABEL_SELECTOR,
+    child_labels,
+    desired_deployment,
+    desired_service,
+    owner_reference,
+    selector_labels,
+    selector_string,
+)
+
+
+def make_ws(metadata: dict[str, Any] | None = None, **spec: Any) -> WebServer:
+    return WebServer.model_validate(
+        {
+            "apiVersion": API_VERSION,
+            "kind": "WebServer",
+            "metadata": metadata or {"name": "web", "namespace": "team-a", "uid": "uid-1", "generation": 1},
+            "spec": {"image": "nginx:1.27", **spec},
+        }
+    )
+
+
+OWNER = {
+    "apiVersion": API_VERSION,
+    "kind": "WebServer",
+    "name": "web",
+    "uid": "uid-1",
+    "controller": True,
+    "blockOwnerDeletion": True,
+}
+LABELS = {
+    "app.kubernetes.io/name": "webserver",
+    "app.kubernetes.io/instance": "web",
+    "app.kubernetes.io/managed-by": "webserver-operator",
+    "app.kubernetes.io/component": "web-server",
+}
+SELECTOR = {"app.kubernetes.io/name": "webserver", "app.kubernetes.io/instance": "web"}
+
+
+def test_labels_and_selector() -> None:
+    assert child_labels("web") == LABELS
+    assert selector_labels("web") == SELECTOR
+    assert selector_string("web") == "app.kubernetes.io/instance=web,app.kubernetes.io/name=webserver"
+    assert CHILD_LABEL_SELECTOR == "app.kubernetes.io/managed-by=webserver-operator"
+
+
+def test_selector_does_not_depend_on_the_spec() -> None:
+    a = desired_deployment(make_ws(image="nginx:1.27", replicas=1, port=80))
+    b = desired_deployment(make_ws(image="httpd:2.4", replicas=7, port=8080, nodePort=30080))
+    assert a["spec"]["selector"] == b["spec"]["selector"] == {"matchLabels": SELECTOR}
+    assert desired_service(make_ws(image="httpd:2.4"))["spec"]["selector"] == SELECTOR
+
+
+def test_owner_reference() -> None:
+    assert owner_reference(make_ws()) == OWNER
+
+
+def test_owner_reference_needs_a_uid() -> None:
+    with pytest.raises(ValueError, match=r"no metadata\.uid"):
+        owner_reference(make_ws({"name": "web", "namespace": "team-a"}))
+
+
+def test_desired_deployment_minimal() -> None:
+    assert desired_deployment(make_ws()) == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "team-a", "labels": LABELS, "ownerReferences": [OWNER]},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": SELECTOR},
+            "template": {
+                "metadata": {"labels": LABELS},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "web",
+                            "image": "nginx:1.27",
+                            "ports": [{"name": "http", "containerPort": 80, "protocol": "TCP"}],
+                        }
+                    ]
+                },
+            },
+        },
+    }
+
+
+def test_desired_deployment_full() -> None:
+    ws = make_ws(
+        replicas=3,
+        port=8080,
+        resources={"limits": {"cpu": "500m", "memory": "128Mi"}, "requests": {"cpu": 1}},
+        imagePullSecrets=[{"name": "regcred"}, {"name": "other"}],
+    )
+    spec = desired_deployment(ws)["spec"]
+    assert spec["replicas"] == 3
+    assert spec["template"]["spec"]["imagePullSecrets"] == [{"name": "regcred"}, {"name": "other"}]
+    (container,) = spec["template"]["spec"]["containers"]
+    assert container["ports"] == [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]
+    assert container["resources"] == {"limits": {"cpu": "500m", "memory": "128Mi"}, "requests": {"cpu": 1}}
+
+
+@pytest.mark.parametrize("resources", [None, {}, {"limits": None}])
+def test_empty_resources_are_left_out(resources: dict[str, Any] | None) -> None:
+    (container,) = desired_deployment(make_ws(resources=resources))["spec"]["template"]["spec"]["containers"]
+    assert "resources" not in container
+
+
+def test_no_security_context_is_set() -> None:
+    pod_spec = desired_deployment(make_ws())["spec"]["template"]["spec"]
+    assert "securityContext" not in pod_spec
+    assert all("securityContext" not in c for c in pod_spec["containers"])
+
+
+def test_desired_service_allocated_node_port() -> None:
+    assert desired_service(make_ws(port=8080)) == {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "web", "namespace": "team-a", "labels": LABELS, "ownerReferences": [OWNER]},
+        "spec": {
+            "type": "NodePort",
+            "selector": SELECTOR,
+            "ports": [{"name": "http", "port": 8080, "targetPort": "http", "protocol": "TCP"}],
+        },
+    }
+
+
+def test_desired_service_fixed_node_port() -> None:
+    assert desired_service(make_ws(nodePort=30080))["spec"]["ports"] == [
+        {"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP", "nodePort": 30080}
+    ]

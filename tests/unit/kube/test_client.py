@@ -1,0 +1,467 @@
+"""``KubeClient`` against a tiny aiohttp server answering like the API server: the real request path, end to end.
+
+Covered: JSON in/out, auth and user-agent headers, bool query encoding, content types of the patch flavours,
+retries of 429 (Retry-After) / 5xx / refused connections with every attempt counted in the metrics, no retry of
+other 4xx, read timeouts, and watch streams (split lines, big objects, ERROR events, 410 on open, read timeout,
+connection cut mid-event, clean end).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import socket
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from kubernetes_asyncio.client import Configuration
+
+from webserver_operator import metrics
+from webserver_operator.core.settings import ClientSettings
+from webserver_operator.core.vocabulary import MERGE_PATCH, QueryValue
+from webserver_operator.kube.client import FIELD_MANAGER, USER_AGENT, KubeClient
+from webserver_operator.kube.errors import Conflict, Forbidden, Gone, NotFound, ServerError, TransportError
+from webserver_operator.kube.resources import DEPLOYMENTS, SERVICES
+from webserver_operator.kube.retry import RetryPolicy
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+TOKEN = "Bearer sekrit-token-value"
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: bytes
+
+
+class FakeApiServer:
+    def __init__(self) -> None:
+        self.handlers: deque[Handler] = deque()
+        self.seen: list[Seen] = []
+        self.release = asyncio.Event()
+
+    def then(self, *handlers: Handler) -> None:
+        self.handlers.extend(handlers)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        self.seen.append(Seen(request.method, request.path, dict(request.query), dict(request.headers), body))
+        if not self.handlers:
+            return web.json_response({"kind": "Status", "code": 500, "message": "no handler left"}, status=500)
+        return await self.handlers.popleft()(request)
+
+
+def answer(status: int, body: object = None, *, headers: dict[str, str] | None = None) -> Handler:
+    async def handler(_: web.Request) -> web.StreamResponse:
+        if body is None:
+            return web.Response(status=status, headers=headers)
+        return web.json_response(body, status=status, headers=headers)
+
+    return handler
+
+
+def status_body(code: int, reason: str, message: str) -> dict[str, Any]:
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "code": code,
+        "reason": reason,
+        "message": message,
+    }
+
+
+class Sleeps:
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, delay: float) -> None:
+        self.delays.append(delay)
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[tuple[FakeApiServer, str]]:
+    fake = FakeApiServer()
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", fake.handle)
+    test_server = TestServer(app, host="127.0.0.1")
+    await test_server.start_server()
+    try:
+        yield fake, str(test_server.make_url("")).rstrip("/")
+    finally:
+        fake.release.set()
+        await test_server.close()
+
+
+def configuration_for(url: str) -> Configuration:
+    configuration = Configuration(host=url)
+    configuration.api_key["BearerToken"] = TOKEN
+    return configuration
+
+
+SETTINGS = ClientSettings(connect_timeout=2.0, read_timeout=2.0)
+RETRY = RetryPolicy(max_retries=3)
+
+
+@pytest.fixture
+async def kube(server: tuple[FakeApiServer, str]) -> AsyncIterator[tuple[KubeClient, FakeApiServer, Sleeps]]:
+    fake, url = server
+    sleeps = Sleeps()
+    client = await KubeClient.create(
+        configuration_for(url), settings=SETTINGS, watch_read_timeout=5.0, retry=RETRY, sleep=sleeps, rand=lambda: 0.0
+    )
+    try:
+        yield client, fake, sleeps
+    finally:
+        await client.close()
+
+
+def requests_total(code: str, method: str, host: str) -> float:
+    value = metrics.REGISTRY.get_sample_value(
+        "rest_client_requests_total", {"code": code, "method": method, "host": host}
+    )
+    return value or 0.0
+
+
+def duration_count(verb: str, host: str) -> float:
+    value = metrics.REGISTRY.get_sample_value(
+        "rest_client_request_duration_seconds_count", {"verb": verb, "host": host}
+    )
+    return value or 0.0
+
+
+async def test_get_sends_auth_user_agent_and_encodes_bools(kube: tuple[KubeClient, FakeApiServer, Sleeps]) -> None:
+    client, fake, _ = kube
+    fake.then(answer(200, {"kind": "Deployment", "metadata": {"name": "web"}}))
+    got = await client.request(
+        "get", "/apis/apps/v1/namespaces/d/deployments/web", query={"pretty": False, "limit": 5, "x": "y"}
+    )
+    assert got == {"kind": "Deployment", "metadata": {"name": "web"}}
+    seen = fake.seen[0]
+    assert (seen.method, seen.path) == ("GET", "/apis/apps/v1/namespaces/d/deployments/web")
+    assert seen.query == {"pretty": "false", "limit": "5", "x": "y"}
+    assert seen.headers["Authorization"] == TOKEN
+    assert seen.headers["User-Agent"] == USER_AGENT
+    assert seen.headers["Accept"] == "application/json"
+
+
+async def test_empty_body_is_an_empty_dict(kube: tuple[KubeClient, FakeApiServer, Sleeps]) -> None:
+    client, fake, _ = kube
+    fake.then(answer(200))
+    assert await client.request("DELETE", "/api/v1/namespaces/d/services/s") == {}
+
+
+async def test_429_honours_retry_after_and_counts_every_attempt(kube: tuple[KubeClient, FakeApiServer, Sleeps]) -> None:
+    client, fake, sleeps = kube
+    before_429 = requests_total("429", "GET", client.host)
+    before_200 = requests_total("200", "GET", client.host)
+    before_count = duration_count("GET", client.host)
+    fake.then(
+        answer(429, status_body(429, "TooManyRequests", "Too many requests"), headers={"Retry-After": "2"}),
+        answer(429, status_body(429, "TooManyRequests", "Too many requests"), headers={"Retry-After": "1"}),
+        answer(200, {"items": []}),
+    )
+    assert await client.request("GET", SERVICES.path(namespace="d"), query={"labelSelector": "app=web"}) == {
+        "items": []
+    }
+    assert sleeps.delays == [2.0, 1.0]
+    assert len(fake.seen) == 3
+    assert fake.seen[0].query == {"labelSelector": "app=web"}
+    assert requests_total("429", "GET", client.host) - before_429 == 2
+    assert requests_total("200", "GET", client.host) - before_200 == 1
+    assert duration_count("GET", client.host) - before_count == 3
+
+
+async def test_500_then_200_backs_off(kube: tuple[KubeClient, FakeApiServer, Sleeps]) -> None:
+    client, fake, sleeps = kube
+    fake.then(
+        answer(500, status_body(500, "InternalError", "etcdserver: request timed out")),
+        answer(503, None),
+        answer(201, {"metadata": {"name": "web"}}),
+    )
+    created = await client.request(
+        "POST", SERVICES.path(namespace="d"), body={"metadata": {"name": "web"}}, query={"fieldManager": "op"}
+    )
+    assert created == {"metadata": {"name": "web"}}
+    assert sleeps.delays == pytest.approx([0.1, 0.2])  # base 0.2 * 2**n with jitter factor 0.5 (rand=0)
+    assert [s.method for s in fake.seen] == ["POST", "POST", "POST"]
+    assert json.loads(fake.seen[0].body) == {"metadata": {"name": "web"}}
+    assert fake.seen[0].query == {"fieldManager": "op"}
+
+
+async def test_gives_up_after_max_retries(kube: tuple[KubeClient, FakeApiServer, Sleeps]) -> None:
+    client, fake, sleeps = kube
+    fake.then(*[answer(503, status_body(503, "ServiceUnavailable", "apiserver is shutting down")) for _ in range(9)])
+    with pytest.raises(ServerError) as caught:
+        await client.request("GET", DEPLOYMENTS.path(namespace="d", name="web"))
+    assert len(fake.seen) == RETRY.max_retries + 1
+    assert len(sleeps.delays) == RETRY.max_retries
+    assert caught.value.attempts == 4
+    assert "apiserver is shutting down" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "error_type"),
+    [(404, "NotFound", NotFound), (403, "Forbidden", Forbidden), (409, "AlreadyExists", Conflict)],
+)
+async def test_other_4xx_are_not_retried(
+    kube: tuple[KubeClient, FakeApiServer, Sleeps], code: int, reason: str, error_type: type[Exception]
+) -> None:
+    client, fake, sleeps = kube
+    fake.then(answer(code, status_body(code, reason, f"the {reason} message")))
+    with pytest.raises(error_type) as caught:
+        await client.request("POST", DEPLOYMENTS.path(namespace="d"), body={"metadata": {"name": "web"}})
+    assert f"the {reason} message" in str(caught.value)
+    assert len(fake.seen) == 1
+    assert sleeps.delays == []
+
+
+async def test_writes_name_the_field_manager_and_reads_do_not(kube: tuple[KubeClient, FakeApiServer, Sleeps]) -> None:
+    client, fake, _ = kube
+    fake.then(*[answer(200, {}) for _ in range(4)])
+    body = {"spec": {"replicas": 2}}
+    await client.request("PATCH", DEPLOYMENTS.path(namespace="d", name="web"), body=body, content_type=MERGE_PATCH)
+    await client.request("PUT", SERVICES.path(namespace="d", name="s"), body={"metadata": {"resourceVersion": "7"}})
+    await client.request("POST", SERVICES.path(namespace="d"), body={}, query={"fieldManager": "someone"})
+    await client.request("GET", SERVICES.path(namespace="d", name="s"))
+    patch, put, post, get = fake.seen
+    assert patch.headers["Content-Type"] == MERGE_PATCH
+    assert json.loads(patch.body) == body
+    assert patch.query == {"fieldManager": "webserver-operator"}
+    assert (put.method, put.path, put.query) == (
+        "PUT",
+        "/api/v1/namespaces/d/services/s",
+        {"fieldManager": FIELD_MANAGER},
+    )
+    assert post.query == {"fieldManager": "someone"}
+    assert get.query == {}
+
+
+async def test_the_reconcile_view_tries_once_and_shares_the_client(
+    kube: tuple[KubeClient, FakeApiServer, Sleeps],
+) -> None:
+    client, fake, sleeps = kube
+    fake.then(answer(503, status_body(503, "ServiceUnavailable", "busy")), answer(200, {"ok": 1}))
+    with pytest.raises(ServerError):
+        await client.without_retries().request("GET", SERVICES.path(namespace="d", name="s"))
+    assert sleeps.delays == []
+    assert await client.request("GET", SERVICES.path(namespace="d", name="s")) == {"ok": 1}
+    assert len(fake.seen) == 2
+
+
+async def test_read_timeout_is_a_transport_error(server: tuple[FakeApiServer, str]) -> None:
+    fake, url = server
+
+    async def slow(_: web.Request) -> web.StreamResponse:
+        await asyncio.wait_for(fake.release.wait(), timeout=5)
+        return web.json_response({})
+
+    fake.then(slow)
+    settings = ClientSettings(read_timeout=0.2)
+    async with await KubeClient.create(
+        configuration_for(url), settings=settings, retry=RetryPolicy(max_retries=0)
+    ) as client:
+        before = requests_total("<error>", "GET", client.host)
+        with pytest.raises(TransportError, match="timed out") as caught:
+            await client.request("GET", "/api/v1/namespaces")
+        assert caught.value.retriable
+        assert requests_total("<error>", "GET", client.host) - before == 1
+
+
+async def test_connection_refused_is_retried_then_raised() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    sleeps = Sleeps()
+    settings = ClientSettings(connect_timeout=2.0)
+    async with await KubeClient.create(
+        configuration_for(f"http://127.0.0.1:{port}"), settings=settings, retry=RetryPolicy(max_retries=2), sleep=sleeps
+    ) as k:
+        before = requests_total("<error>", "GET", k.host)
+        with pytest.raises(TransportError) as caught:
+            await k.request("GET", "/api/v1/namespaces")
+        assert caught.value.attempts == 3
+        assert len(sleeps.delays) == 2
+        assert f"at 127.0.0.1:{port}" in str(caught.value)
+        assert requests_total("<error>", "GET", k.host) - before == 3
+
+
+async def test_client_side_rate_limit(server: tuple[FakeApiServer, str]) -> None:
+    fake, url = server
+    fake.then(*[answer(200, {}) for _ in range(3)])
+    sleeps = Sleeps()
+    settings = ClientSettings(qps=10.0, burst=2)
+    async with await KubeClient.create(configuration_for(url), settings=settings, sleep=sleeps) as client:
+        for _ in range(3):
+            await client.request("GET", "/api/v1/namespaces")
+    assert len(sleeps.delays) == 1
+    assert 0 < sleeps.delays[0] <= 0.1
+
+
+async def test_failures_are_logged_without_secrets(
+    kube: tuple[KubeClient, FakeApiServer, Sleeps], caplog: pytest.LogCaptureFixture
+) -> None:
+    client, fake, _ = kube
+    caplog.set_level(logging.DEBUG)
+    fake.then(
+        answer(503, status_body(503, "ServiceUnavailable", "try later")),
+        answer(422, status_body(422, "Invalid", "spec.replicas: Invalid value: -1")),
+    )
+    with pytest.raises(Exception, match="Invalid value"):
+        await client.request("POST", SERVICES.path(namespace="d"), body={"data": {"password": "hunter2"}})
+    text = caplog.text
+    assert "POST /api/v1/namespaces/d/services" in text
+    assert "try later" in text
+    assert "Invalid value: -1" in text
+    assert "sekrit" not in text
+    assert "hunter2" not in text
+
+
+# --- watch -----------------------------------------------------------------------------------------------------------
+
+
+def event(kind: str, name: str, rv: str, **extra: Any) -> dict[str, Any]:
+    return {"type": kind, "object": {"kind": "Service", "metadata": {"name": name, "resourceVersion": rv}, **extra}}
+
+
+def stream(*chunks: bytes, then: Callable[[], Awaitable[None]] | None = None, cut: bool = False) -> Handler:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        for chunk in chunks:
+            await response.write(chunk)
+            await asyncio.sleep(0.005)
+        if then is not None:
+            await then()
+        if cut:
+            assert request.transport is not None
+            request.transport.close()
+            return response
+        await response.write_eof()
+        return response
+
+    return handler
+
+
+WATCH_QUERY: dict[str, QueryValue] = {
+    "resourceVersion": "10",
+    "allowWatchBookmarks": True,
+    "timeoutSeconds": 3,
+    "labelSelector": "a=b",
+}
+
+
+async def test_watch_stream_with_split_lines_and_big_objects(kube: tuple[KubeClient, FakeApiServer, Sleeps]) -> None:
+    client, fake, _ = kube
+    big = event("MODIFIED", "big", "12", data={"blob": "x" * 3_000_000})
+    expired = {"type": "ERROR", "object": status_body(410, "Expired", "too old resource version: 10 (11)")}
+    body = b"".join(json.dumps(e).encode() + b"\n" for e in [event("ADDED", "a", "11"), big, expired])
+    chunks = [body[:5], body[5:40], *[body[i : i + 1_000_000] for i in range(40, len(body), 1_000_000)]]
+    fake.then(stream(*chunks))
+    async with client.watch("/api/v1/namespaces/d/services", query=WATCH_QUERY) as events:
+        received = [e async for e in events]
+    assert [e["type"] for e in received] == ["ADDED", "MODIFIED", "ERROR"]
+    assert received[1] == big
+    assert received[2]["object"]["code"] == 410  # yielded as-is: the informer decides
+    assert fake.seen[0].query == {
+        "resourceVersion": "10",
+        "allowWatchBookmarks": "true",
+        "timeoutSeconds": "3",
+        "labelSelector": "a=b",
+        "watch": "true",
+    }
+    assert fake.seen[0].headers["Authorization"] == TOKEN
+
+
+async def test_watch_410_on_open(kube: tuple[KubeClient, FakeApiServer, Sleeps]) -> None:
+    client, fake, sleeps = kube
+    fake.then(answer(410, status_body(410, "Expired", "too old resource version: 1 (99)")))
+    with pytest.raises(Gone) as caught:
+        async with client.watch("/api/v1/services", query=WATCH_QUERY):
+            pytest.fail("must not open")
+    assert caught.value.reason == "Expired"
+    assert caught.value.verb == "watch"
+    assert len(fake.seen) == 1
+    assert sleeps.delays == []
+
+
+async def test_watch_403_names_the_watch_verb(kube: tuple[KubeClient, FakeApiServer, Sleeps]) -> None:
+    client, fake, _ = kube
+    message = 'services is forbidden: User "x" cannot watch resource "services" in API group "" at the cluster scope'
+    fake.then(answer(403, status_body(403, "Forbidden", message)))
+    with pytest.raises(Forbidden, match='"watch" on resource "services"'):
+        async with client.watch("/api/v1/services", query=WATCH_QUERY):
+            pass
+
+
+async def test_watch_read_timeout(server: tuple[FakeApiServer, str]) -> None:
+    fake, url = server
+
+    async def hang() -> None:
+        await asyncio.wait_for(fake.release.wait(), timeout=10)
+
+    fake.then(stream(json.dumps(event("ADDED", "a", "2")).encode() + b"\n", then=hang))
+    # read_timeout is shorter than the wait below: the watch must use watch_read_timeout, not read_timeout.
+    settings = ClientSettings(read_timeout=0.1)
+    client = await KubeClient.create(configuration_for(url), settings=settings, watch_read_timeout=1.5)
+    async with client, client.watch("/api/v1/services", query={"timeoutSeconds": 1}) as events:
+        assert (await anext(events))["type"] == "ADDED"
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(TransportError, match="read timeout"):
+            await anext(events)
+        assert 1.2 < loop.time() - started < 5
+
+
+async def test_watch_cut_mid_event(kube: tuple[KubeClient, FakeApiServer, Sleeps]) -> None:
+    client, fake, _ = kube
+    fake.then(stream(json.dumps(event("ADDED", "a", "2")).encode() + b'\n{"type": "MODIFIED", "obj', cut=True))
+    async with client.watch("/api/v1/services", query=WATCH_QUERY) as events:
+        assert (await anext(events))["type"] == "ADDED"
+        with pytest.raises(TransportError) as caught:
+            await anext(events)
+    assert caught.value.retriable
+
+
+async def test_watch_ends_cleanly_when_the_server_closes(kube: tuple[KubeClient, FakeApiServer, Sleeps]) -> None:
+    client, fake, _ = kube
+    fake.then(stream(), answer(200, {"kind": "ServiceList", "items": []}))
+    async with client.watch("/api/v1/services", query=WATCH_QUERY) as events:
+        assert [e async for e in events] == []
+    # The connection pool is still healthy afterwards.
+    assert await client.request("GET", SERVICES.path()) == {"kind": "ServiceList", "items": []}
+
+
+async def test_watch_can_be_abandoned(kube: tuple[KubeClient, FakeApiServer, Sleeps]) -> None:
+    client, fake, _ = kube
+
+    async def hang() -> None:
+        await asyncio.wait_for(fake.release.wait(), timeout=10)
+
+    fake.then(stream(json.dumps(event("ADDED", "a", "2")).encode() + b"\n", then=hang))
+    async with client.watch("/api/v1/services", query=WATCH_QUERY) as events:
+        async for _ in events:
+            break
+    fake.then(answer(200, {"items": []}))
+    assert await client.request("GET", SERVICES.path()) == {"items": []}
+
+
+async def test_watch_requires_a_server_timeout(kube: tuple[KubeClient, FakeApiServer, Sleeps]) -> None:
+    client, fake, _ = kube
+    with pytest.raises(ValueError, match="timeoutSeconds"):
+        async with client.watch("/api/v1/services", query={"resourceVersion": "1"}):
+            pass
+    with pytest.raises(ValueError, match="below the client watch read timeout"):
+        async with client.watch("/api/v1/services", query={"timeoutSeconds": 600}):
+            pass
+    assert fake.seen == []

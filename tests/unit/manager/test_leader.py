@@ -1,0 +1,533 @@
+"""Leader election without a server: the pure decision and record builders, and the loops against a fake Lease API.
+
+The fake stores one Lease with a resourceVersion and answers 404/409 like the API server, so optimistic concurrency,
+takeovers and deletions can be staged exactly. Time is a fake monotonic clock advanced by the injected sleep, which
+is how "the record has not changed for lease_duration on OUR clock" is tested without waiting; only the hung-server
+tests use real (short) time, because they are about asyncio timeouts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from tests.support.fake_api import FakeApi
+from webserver_operator import metrics
+from webserver_operator.kube.errors import ServerError, TransportError
+from webserver_operator.kube.resources import LEASES
+from webserver_operator.manager.leader import (
+    LeaderElector,
+    LeadershipLost,
+    claimed_lease,
+    format_micro_time,
+    holder_of,
+    lease_duration_seconds,
+    new_lease,
+    released_lease,
+    should_acquire,
+)
+
+NS = "ops"
+WALL = datetime(2026, 11, 22, 10, 0, 0, tzinfo=UTC)
+_names = itertools.count()
+
+
+def lease_name() -> str:
+    return f"lease-{next(_names)}"
+
+
+def leads(e: LeaderElector) -> bool:
+    """``e.is_leader`` through a call, so that mypy does not narrow the property between awaits."""
+    return e.is_leader
+
+
+async def spin(predicate: Callable[[], bool], *, limit: int = 100_000) -> None:
+    """Let other tasks run until ``predicate()`` holds (fake time: they never really sleep)."""
+    for _ in range(limit):
+        if predicate():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("condition never met")
+
+
+def gauge(name: str) -> float:
+    value = metrics.REGISTRY.get_sample_value("leader_election_master_status", {"name": name})
+    assert value is not None
+    return value
+
+
+class FakeTime:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def clock(self) -> float:
+        return self.now
+
+    def reached(self, moment: float) -> Callable[[], bool]:
+        return lambda: self.now >= moment
+
+    async def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        await asyncio.sleep(0)
+
+
+class FakeLeases(FakeApi):
+    """The shared fake, with helpers to set and read one namespace's Leases the way a rival would write them."""
+
+    def store(self, name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+        return self.put(
+            LEASES.path(namespace=NS),
+            {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": name, "namespace": NS},
+                "spec": dict(spec),
+            },
+        )
+
+    @property
+    def objects(self) -> dict[str, dict[str, Any]]:
+        return self.collections[LEASES.path(namespace=NS)]
+
+    def spec(self, name: str) -> dict[str, Any]:
+        spec: dict[str, Any] = self.collections[LEASES.path(namespace=NS)][name]["spec"]
+        return spec
+
+
+def elector(
+    kube: FakeLeases,
+    name: str,
+    *,
+    identity: str = "me",
+    fake: FakeTime | None = None,
+    lease_duration: float = 15,
+    renew_deadline: float = 10,
+    retry_period: float = 2,
+    request_timeout: float | None = None,
+) -> LeaderElector:
+    kwargs: dict[str, Any] = {}
+    if fake is not None:
+        kwargs = {"clock": fake.clock, "sleep": fake.sleep}
+    return LeaderElector(
+        kube,
+        lease_name=name,
+        lease_namespace=NS,
+        identity=identity,
+        lease_duration=lease_duration,
+        renew_deadline=renew_deadline,
+        retry_period=retry_period,
+        request_timeout=request_timeout,
+        wall_clock=lambda: WALL,
+        rand=lambda: 0.0,
+        **kwargs,
+    )
+
+
+def held_by(holder: str, **extra: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "holderIdentity": holder,
+        "leaseDurationSeconds": 15,
+        "acquireTime": "2026-11-22T09:00:00.000000Z",
+        "renewTime": "2026-11-22T09:59:59.000000Z",
+        "leaseTransitions": 3,
+    }
+    spec.update(extra)
+    return spec
+
+
+# --- pure logic ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("observed", "now", "expected"),
+    [
+        pytest.param(None, 0.0, True, id="no-lease"),
+        pytest.param({}, 0.0, True, id="empty-spec"),
+        pytest.param({"holderIdentity": ""}, 0.0, True, id="released"),
+        pytest.param({"holderIdentity": None, "leaseDurationSeconds": 15}, 0.0, True, id="null-holder"),
+        pytest.param(held_by("me"), 0.0, True, id="ours"),
+        pytest.param(held_by("other"), 0.0, False, id="other-just-seen"),
+        pytest.param(held_by("other"), 14.9, False, id="other-before-expiry"),
+        pytest.param(held_by("other"), 15.0, True, id="other-expired"),
+        pytest.param(held_by("other", leaseDurationSeconds=30), 20.0, False, id="record-duration-wins"),
+        pytest.param(held_by("other", leaseDurationSeconds=30), 30.0, True, id="record-duration-expired"),
+        pytest.param(held_by("other", leaseDurationSeconds=None), 9.9, False, id="no-duration-uses-ours"),
+        pytest.param(held_by("other", leaseDurationSeconds=None), 10.0, True, id="no-duration-expired"),
+    ],
+)
+def test_should_acquire(observed: dict[str, Any] | None, now: float, expected: bool) -> None:
+    assert should_acquire(observed, identity="me", now=now, observed_at=0.0, lease_duration=10.0) is expected
+
+
+@pytest.mark.parametrize("renew_time", ["1999-01-01T00:00:00.000000Z", "2999-01-01T00:00:00.000000Z"])
+def test_should_acquire_ignores_timestamps_in_the_record(renew_time: str) -> None:
+    """A renewTime far in the past (or future) says nothing: only how long WE have seen the record unchanged."""
+    observed = held_by("other", renewTime=renew_time, acquireTime=renew_time)
+    assert not should_acquire(observed, identity="me", now=5.0, observed_at=0.0, lease_duration=15)
+    assert should_acquire(observed, identity="me", now=15.0, observed_at=0.0, lease_duration=15)
+
+
+def test_micro_time_and_duration_rounding() -> None:
+    assert format_micro_time(WALL) == "2026-11-22T10:00:00.000000Z"
+    east = datetime(2026, 11, 22, 11, 0, 0, 123456, tzinfo=UTC).astimezone(timezone(timedelta(hours=1)))
+    assert format_micro_time(east) == "2026-11-22T11:00:00.123456Z"
+    with pytest.raises(ValueError, match="aware"):
+        format_micro_time(datetime(2026, 1, 1))
+    assert lease_duration_seconds(2) == 2
+    assert lease_duration_seconds(1.5) == 2
+    assert lease_duration_seconds(0.2) == 1
+
+
+def test_new_lease() -> None:
+    lease = new_lease(namespace=NS, name="l", identity="me", lease_duration=14.2, now=WALL)
+    assert lease == {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "l", "namespace": NS},
+        "spec": {
+            "holderIdentity": "me",
+            "leaseDurationSeconds": 15,
+            "acquireTime": "2026-11-22T10:00:00.000000Z",
+            "renewTime": "2026-11-22T10:00:00.000000Z",
+            "leaseTransitions": 0,
+        },
+    }
+
+
+def test_claimed_lease_takeover_counts_a_transition_and_keeps_unknown_fields() -> None:
+    observed = {"metadata": {"name": "l", "resourceVersion": "7"}, "spec": held_by("other", preferredHolder="x")}
+    lease = claimed_lease(observed, identity="me", lease_duration=15, now=WALL)
+    assert lease["metadata"] == {"name": "l", "resourceVersion": "7"}
+    assert lease["spec"] == {
+        "holderIdentity": "me",
+        "leaseDurationSeconds": 15,
+        "acquireTime": "2026-11-22T10:00:00.000000Z",
+        "renewTime": "2026-11-22T10:00:00.000000Z",
+        "leaseTransitions": 4,
+        "preferredHolder": "x",
+    }
+    assert observed["spec"]["holderIdentity"] == "other", "the observed object must not be modified"
+
+
+def test_claimed_lease_renewal_keeps_acquire_time_and_transitions() -> None:
+    observed = {"metadata": {"resourceVersion": "7"}, "spec": held_by("me")}
+    spec = claimed_lease(observed, identity="me", lease_duration=15, now=WALL)["spec"]
+    assert spec["acquireTime"] == "2026-11-22T09:00:00.000000Z"
+    assert spec["renewTime"] == "2026-11-22T10:00:00.000000Z"
+    assert spec["leaseTransitions"] == 3
+
+
+def test_claimed_lease_after_release_counts_a_transition() -> None:
+    released = released_lease({"metadata": {}, "spec": held_by("me")}, now=WALL)
+    assert claimed_lease(released, identity="me", lease_duration=15, now=WALL)["spec"]["leaseTransitions"] == 4
+
+
+def test_released_lease_as_client_go() -> None:
+    observed = {"metadata": {"resourceVersion": "9"}, "spec": held_by("me")}
+    lease = released_lease(observed, now=WALL)
+    assert lease["metadata"] == {"resourceVersion": "9"}
+    assert lease["spec"] == {
+        "holderIdentity": "",
+        "leaseDurationSeconds": 1,
+        "acquireTime": "2026-11-22T10:00:00.000000Z",
+        "renewTime": "2026-11-22T10:00:00.000000Z",
+        "leaseTransitions": 3,
+    }
+    assert holder_of(lease["spec"]) == ""
+    assert holder_of(None) == ""
+    assert holder_of({"holderIdentity": 3}) == ""
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"identity": ""}, "identity"),
+        ({"lease_duration": 10, "renew_deadline": 10}, "greater than renew_deadline"),
+        ({"renew_deadline": 2.2, "retry_period": 2}, "retry_period"),
+        ({"retry_period": 0}, "retry_period must be a positive"),
+        ({"lease_duration": float("inf")}, "lease_duration must be a positive"),
+        ({"request_timeout": -1}, "request_timeout"),
+    ],
+)
+def test_constructor_rejects_unsafe_timings(kwargs: dict[str, Any], message: str) -> None:
+    args: dict[str, Any] = {"identity": "me", "lease_duration": 15, "renew_deadline": 10, "retry_period": 2}
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=message):
+        LeaderElector(FakeLeases(), lease_name="l", lease_namespace=NS, **args)
+
+
+# --- acquire -------------------------------------------------------------------------------------------------------
+
+
+async def test_acquire_creates_the_missing_lease() -> None:
+    kube, name = FakeLeases(), lease_name()
+    e = elector(kube, name)
+    assert gauge(name) == 0
+    assert not leads(e)
+    await e.acquire()
+    assert leads(e)
+    assert gauge(name) == 1
+    assert kube.spec(name) == {
+        "holderIdentity": "me",
+        "leaseDurationSeconds": 15,
+        "acquireTime": "2026-11-22T10:00:00.000000Z",
+        "renewTime": "2026-11-22T10:00:00.000000Z",
+        "leaseTransitions": 0,
+    }
+
+
+@pytest.mark.parametrize("holder", ["", "me"])
+async def test_acquire_released_or_own_lease_at_once(holder: str) -> None:
+    kube, name, fake = FakeLeases(), lease_name(), FakeTime()
+    kube.store(name, held_by(holder))
+    await elector(kube, name, fake=fake).acquire()
+    assert fake.now == 1000.0, "no waiting"
+    assert kube.spec(name)["holderIdentity"] == "me"
+    assert kube.spec(name)["leaseTransitions"] == (4 if holder == "" else 3)
+
+
+async def test_acquire_waits_until_the_record_is_unchanged_for_the_lease_duration() -> None:
+    kube, name, fake = FakeLeases(), lease_name(), FakeTime()
+    kube.store(name, held_by("other", renewTime="2999-01-01T00:00:00.000000Z"))
+    task = asyncio.create_task(elector(kube, name, fake=fake).acquire())
+    # The holder renews for a while: every change of the record restarts our observation.
+    for _ in range(5):
+        await spin(fake.reached(fake.now + 10))
+        kube.store(name, held_by("other", renewTime=f"renewed at {fake.now}"))
+    renewed_last = fake.now
+    assert not task.done()
+    await asyncio.wait_for(task, 5)
+    waited = fake.now - renewed_last
+    assert 15 <= waited <= 15 + 2 * 1.2 + 2, waited
+    assert kube.spec(name)["holderIdentity"] == "me"
+    assert kube.spec(name)["leaseTransitions"] == 4
+
+
+async def test_acquire_retries_after_losing_a_write_race_and_after_errors() -> None:
+    kube, name, fake = FakeLeases(), lease_name(), FakeTime()
+    kube.store(name, held_by(""))
+    kube.failures.extend(
+        [
+            TransportError(method="GET", path="p", cause="connection refused"),
+            ServerError(status=503, reason="ServiceUnavailable", message="busy", method="GET", path="p"),
+        ]
+    )
+    e = elector(kube, name, fake=fake)
+    original = kube.request
+    raced = False
+
+    async def racing(method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        nonlocal raced
+        if method == "PUT" and not raced:
+            raced = True
+            kube.store(name, held_by("rival", leaseTransitions=4))  # the rival's write lands between our GET and PUT
+        return await original(method, path, **kwargs)
+
+    kube.request = racing  # type: ignore[method-assign]
+    await asyncio.wait_for(e.acquire(), 5)
+    assert raced
+    assert kube.spec(name)["holderIdentity"] == "me"
+    assert kube.spec(name)["leaseTransitions"] == 5, "rival took it (4), then we did (5)"
+    assert fake.now - 1000.0 >= 15, "the rival's fresh lease was respected for its whole duration"
+
+
+async def test_two_candidates_exactly_one_wins() -> None:
+    kube, name = FakeLeases(), lease_name()
+    a = elector(kube, name, identity="a", retry_period=0.01, renew_deadline=0.1, lease_duration=10)
+    b = elector(kube, name, identity="b", retry_period=0.01, renew_deadline=0.1, lease_duration=10)
+    tasks = [asyncio.create_task(a.acquire()), asyncio.create_task(b.acquire())]
+    done, pending = await asyncio.wait(tasks, timeout=0.3)
+    assert len(done) == 1
+    assert len(pending) == 1
+    winner = a if tasks[0] in done else b
+    assert winner.is_leader
+    assert kube.spec(name)["holderIdentity"] == winner.identity
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+
+
+# --- hold ----------------------------------------------------------------------------------------------------------
+
+
+async def _leading(kube: FakeLeases, name: str, fake: FakeTime, **kwargs: Any) -> LeaderElector:
+    e = elector(kube, name, fake=fake, **kwargs)
+    await e.acquire()
+    return e
+
+
+async def test_hold_renews_with_one_put_per_period() -> None:
+    kube, name, fake = FakeLeases(), lease_name(), FakeTime()
+    e = await _leading(kube, name, fake)
+    kube.calls.clear()
+    task = asyncio.create_task(e.hold())
+    await spin(lambda: len(kube.calls) >= 5)
+    assert {(call.method, call.path) for call in kube.calls} == {("PUT", LEASES.path(namespace=NS, name=name))}, (
+        "fast path: no GET while renewing"
+    )
+    assert e.is_leader
+    assert gauge(name) == 1
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not leads(e)
+    assert gauge(name) == 0
+    assert kube.spec(name)["holderIdentity"] == "me", "cancelling hold does not release"
+
+
+async def test_hold_ends_when_someone_else_holds_the_lease() -> None:
+    kube, name, fake = FakeLeases(), lease_name(), FakeTime()
+    e = await _leading(kube, name, fake)
+    kube.store(name, held_by("intruder"))
+    started = fake.now
+    with pytest.raises(LeadershipLost, match="held by intruder"):
+        await asyncio.wait_for(e.hold(), 5)
+    assert fake.now - started <= 2, "one renew period, not the whole deadline"
+    assert not e.is_leader
+    assert gauge(name) == 0
+    await e.release()
+    assert kube.spec(name)["holderIdentity"] == "intruder", "release never touches someone else's Lease"
+
+
+async def test_hold_ends_when_the_lease_is_deleted_or_released_by_someone_else() -> None:
+    kube, name, fake = FakeLeases(), lease_name(), FakeTime()
+    e = await _leading(kube, name, fake)
+    del kube.objects[name]
+    with pytest.raises(LeadershipLost, match="deleted"):
+        await asyncio.wait_for(e.hold(), 5)
+
+    e = await _leading(kube, name, fake)
+    kube.store(name, held_by(""))
+    with pytest.raises(LeadershipLost, match="released by someone else"):
+        await asyncio.wait_for(e.hold(), 5)
+
+
+async def test_hold_survives_errors_shorter_than_the_renew_deadline() -> None:
+    kube, name, fake = FakeLeases(), lease_name(), FakeTime()
+    e = await _leading(kube, name, fake)
+    error = TransportError(method="PUT", path="p", cause="connection reset")
+    kube.failures.extend([error] * 3)  # fail at +2, +4, +6 s; the renew at +8 s makes the 10 s deadline
+    task = asyncio.create_task(e.hold())
+    await spin(lambda: not kube.failures and len(kube.calls) >= 6)
+    assert not task.done()
+    assert e.is_leader
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_hold_ends_after_the_renew_deadline_without_a_successful_renew() -> None:
+    kube, name, fake = FakeLeases(), lease_name(), FakeTime()
+    e = await _leading(kube, name, fake)
+    acquired_at = fake.now
+    kube.fail_always = TransportError(method="PUT", path="p", cause="connection refused")
+    with pytest.raises(LeadershipLost, match="renew deadline"):
+        await asyncio.wait_for(e.hold(), 5)
+    assert fake.now - acquired_at == pytest.approx(10), "ends exactly at the deadline, before the 15 s lease expires"
+    assert gauge(name) == 0
+
+
+async def test_hold_ends_in_time_against_a_hung_api_server() -> None:
+    """Real time: a request that never answers is cut by the elector's own timeout."""
+    kube, name = FakeLeases(), lease_name()
+    e = elector(kube, name, lease_duration=0.6, renew_deadline=0.4, retry_period=0.1)
+    await e.acquire()
+    kube.hang = True
+    started = time.monotonic()
+    with pytest.raises(LeadershipLost):
+        await asyncio.wait_for(e.hold(), 5)
+    elapsed = time.monotonic() - started
+    assert elapsed < 0.4 + 0.15, elapsed
+    assert gauge(name) == 0
+
+
+async def test_hold_needs_acquire() -> None:
+    e = elector(FakeLeases(), lease_name())
+    with pytest.raises(RuntimeError, match="acquire"):
+        await e.hold()
+
+
+async def test_unexpected_exception_ends_hold() -> None:
+    kube, name, fake = FakeLeases(), lease_name(), FakeTime()
+    e = await _leading(kube, name, fake)
+
+    async def broken(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        raise ZeroDivisionError
+
+    kube.request = broken  # type: ignore[method-assign]
+    with pytest.raises(ZeroDivisionError):
+        await asyncio.wait_for(e.hold(), 5)
+    assert not e.is_leader
+    assert gauge(name) == 0
+
+
+# --- release -------------------------------------------------------------------------------------------------------
+
+
+async def test_release_hands_the_lease_over_and_a_standby_takes_it_at_once() -> None:
+    kube, name, fake = FakeLeases(), lease_name(), FakeTime()
+    e = await _leading(kube, name, fake)
+    standby = elector(kube, name, identity="standby", fake=fake)
+    waiting = asyncio.create_task(standby.acquire())
+    await fake.sleep(5)
+    assert not waiting.done()
+    await e.release()
+    assert not e.is_leader
+    assert gauge(name) == 0
+    assert kube.spec(name)["holderIdentity"] == ""
+    assert kube.spec(name)["leaseDurationSeconds"] == 1
+    released_at = fake.now
+    await asyncio.wait_for(waiting, 5)
+    assert fake.now - released_at <= 2 * 1.2
+    assert kube.spec(name)["holderIdentity"] == "standby"
+    assert kube.spec(name)["leaseTransitions"] == 1
+
+
+async def test_release_without_leading_makes_no_call() -> None:
+    kube, name = FakeLeases(), lease_name()
+    kube.store(name, held_by("other"))
+    await elector(kube, name).release()
+    assert kube.calls == []
+    assert kube.spec(name)["holderIdentity"] == "other"
+
+
+async def test_release_after_a_cancelled_acquire_releases_a_write_that_landed() -> None:
+    kube, name = FakeLeases(), lease_name()
+    e = elector(kube, name)
+    original = kube.request
+
+    async def lost_answer(method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        result = await original(method, path, **kwargs)
+        if method == "POST":
+            await asyncio.Event().wait()  # stored, but the answer never comes back
+        return result
+
+    kube.request = lost_answer  # type: ignore[method-assign]
+    task = asyncio.create_task(e.acquire())
+    await spin(lambda: bool(kube.objects))
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    kube.request = original  # type: ignore[method-assign]
+    await e.release()
+    assert kube.spec(name)["holderIdentity"] == ""
+
+
+@pytest.mark.parametrize("failure", ["error", "hang"])
+async def test_release_never_raises(failure: str, caplog: pytest.LogCaptureFixture) -> None:
+    kube, name = FakeLeases(), lease_name()
+    e = elector(kube, name, request_timeout=0.1)
+    await e.acquire()
+    if failure == "hang":
+        kube.hang = True
+    else:
+        kube.fail_always = ServerError(status=500, reason="InternalError", message="boom", method="GET", path="p")
+    started = time.monotonic()
+    await e.release()
+    assert time.monotonic() - started < 1
+    assert gauge(name) == 0
+    assert "could not release" in caplog.text

@@ -1,0 +1,72 @@
+"""Settings: defaults, flags over environment, readable errors naming flag and variable, the README table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from webserver_operator.cli import build_parser
+from webserver_operator.core.settings import parse_bind_address
+from webserver_operator.manager.settings import Settings, SettingsError, load_settings, setting_fields
+
+
+def _parse_run(*argv: str) -> Settings:
+    return load_settings(build_parser().parse_args(["run", *argv]))
+
+
+def test_defaults_match_controller_runtime_conventions(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = _parse_run()
+    assert s.server.metrics_bind_address == ":8080"
+    assert s.server.health_probe_bind_address == ":8081"
+    assert (s.leader_election.lease_duration, s.leader_election.renew_deadline, s.leader_election.retry_period) == (
+        15.0,
+        10.0,
+        2.0,
+    )
+    assert s.watch.namespaces == []
+    assert s.client.qps is None
+
+
+def test_flags_override_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WEBSERVER_OPERATOR_NAMESPACES", "b, a")
+    monkeypatch.setenv("WEBSERVER_OPERATOR_WORKERS", "7")
+    monkeypatch.setenv("WEBSERVER_OPERATOR_LEADER_ELECT", "true")
+    s = _parse_run("--workers", "3")
+    assert s.watch.namespaces == ["a", "b"]
+    assert s.controller.workers == 3
+    assert s.leader_election.leader_elect is True
+    assert _parse_run("--no-leader-elect").leader_election.leader_elect is False
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--workers", "0"], "invalid setting workers (--workers / WEBSERVER_OPERATOR_WORKERS)"),
+        (["--metrics-bind-address", "8080"], "is not a bind address: use HOST:PORT or :PORT"),
+        (["--namespaces", "Bad_NS"], "'Bad_NS' is not a namespace name"),
+        (["--renew-deadline", "20"], "renew_deadline (20.0s) must be shorter than lease_duration (15.0s)"),
+        (["--retry-period", "9"], "retry_period (9.0s) must be shorter than renew_deadline"),
+        (["--log-format", "xml"], "log_format (--log-format / WEBSERVER_OPERATOR_LOG_FORMAT)"),
+    ],
+)
+def test_invalid_settings_fail_fast_naming_the_setting(argv: list[str], expected: str) -> None:
+    with pytest.raises(SettingsError) as err:
+        _parse_run(*argv)
+    assert expected in str(err.value)
+
+
+def test_bind_addresses() -> None:
+    assert parse_bind_address(":8080") == ("0.0.0.0", 8080)  # noqa: S104 - the documented default
+    assert parse_bind_address("127.0.0.1:0") == ("127.0.0.1", 0)
+    assert parse_bind_address("[::1]:9") == ("::1", 9)
+    with pytest.raises(ValueError, match="not a bind address"):
+        parse_bind_address("localhost:99999")
+    assert _parse_run("--metrics-bind-address", "0").server.metrics_bind_address == "0"
+
+
+def test_readme_documents_every_setting() -> None:
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    for name in setting_fields():
+        row = f"| `--{name.replace('_', '-')}` | `WEBSERVER_OPERATOR_{name.upper()}` |"
+        assert row in readme, f"README's configuration table lacks {name}: add the row {row}"

@@ -1,0 +1,285 @@
+"""Every branch of the reconciler on the shared in-process fake API, asserting the objects it leaves behind.
+
+The same behaviour is also tested against the real control plane (tests/integration); these run in milliseconds and
+reach the branches that need an exact moment: a 409 at the status write, a cache that has not seen our own create.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from tests.support.fake_api import FakeApi, status_error
+from webserver_operator.builders import child_labels
+from webserver_operator.core.vocabulary import KubeObject, KubeObjects, ObjectKey
+from webserver_operator.kube.errors import Conflict, ServerError
+from webserver_operator.kube.resources import DEPLOYMENTS, EVENTS, SERVICES, WEBSERVERS
+from webserver_operator.reconcile.events import EventRecorder
+from webserver_operator.reconcile.reconciler import Caches, WebServerReconciler
+
+NS, NAME = "default", "web"
+KEY = (NS, NAME)
+WS_PATH = WEBSERVERS.path(namespace=NS, name=NAME)
+DEP_PATH = DEPLOYMENTS.path(namespace=NS, name=NAME)
+SVC_PATH = SERVICES.path(namespace=NS, name=NAME)
+
+
+class LiveCache:
+    """A synced informer over one fake collection (sees every write at once)."""
+
+    def __init__(self, api: FakeApi, collection: str) -> None:
+        self.api, self.collection = api, collection
+
+    def get(self, key: ObjectKey, /) -> KubeObject | None:
+        return self.api.collections.get(self.collection, {}).get(key[1])
+
+    def list(self, namespace: str | None = None) -> KubeObjects:
+        return list(self.api.collections.get(self.collection, {}).values())
+
+    def by_owner(self, uid: str, /) -> KubeObjects:
+        return []
+
+
+class StaleCache(LiveCache):
+    """A cache that has not seen anything yet (an informer lagging behind our own create)."""
+
+    def get(self, key: ObjectKey, /) -> KubeObject | None:
+        return None
+
+
+def webserver(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": WEBSERVERS.api_version,
+        "kind": "WebServer",
+        "metadata": {"name": NAME, "namespace": NS},
+        "spec": {"image": "nginx:1.27", "replicas": 2, "port": 80, **spec},
+    }
+
+
+def reconciler(api: FakeApi, *, stale: bool = False) -> WebServerReconciler:
+    child_cache = StaleCache if stale else LiveCache
+    return WebServerReconciler(
+        api=api,
+        caches=Caches(
+            webservers=LiveCache(api, WEBSERVERS.path(namespace=NS)),
+            deployments=child_cache(api, DEPLOYMENTS.path(namespace=NS)),
+            services=child_cache(api, SERVICES.path(namespace=NS)),
+        ),
+        recorder=EventRecorder(api, instance="test"),
+        clock=lambda: datetime(2026, 11, 23, tzinfo=UTC),
+    )
+
+
+def ready(api: FakeApi) -> dict[str, Any]:
+    ws = api.get(WS_PATH)
+    assert ws is not None
+    (condition,) = ws["status"]["conditions"]
+    assert isinstance(condition, dict)
+    return condition
+
+
+def events(api: FakeApi) -> list[tuple[str, str]]:
+    return [(e["type"], e["reason"]) for e in api.collections.get(EVENTS.path(namespace=NS), {}).values()]
+
+
+def with_world(**spec: Any) -> FakeApi:
+    api = FakeApi()
+    api.put(WEBSERVERS.path(namespace=NS), webserver(**spec))
+    return api
+
+
+async def test_creates_both_children_owned_by_the_webserver_and_reports_creating() -> None:
+    api = with_world()
+    result = await reconciler(api).reconcile(KEY)
+    assert result.requeue_after is None
+    ws = api.get(WS_PATH)
+    deployment, service = api.get(DEP_PATH), api.get(SVC_PATH)
+    assert ws is not None and deployment is not None and service is not None
+    for child in (deployment, service):
+        (ref,) = child["metadata"]["ownerReferences"]
+        assert (ref["uid"], ref["controller"], ref["blockOwnerDeletion"]) == (ws["metadata"]["uid"], True, True)
+        assert child["metadata"]["labels"] == child_labels(NAME)
+    assert deployment["spec"]["replicas"] == 2
+    assert service["spec"]["type"] == "NodePort"
+    assert ws["status"]["observedGeneration"] == 1
+    assert ws["status"]["nodePort"] == service["spec"]["ports"][0]["nodePort"]
+    assert (ready(api)["status"], ready(api)["reason"]) == ("False", "RollingOut")
+    assert ("Normal", "Created") in events(api)
+
+
+async def test_converged_webserver_costs_no_writes() -> None:
+    api = with_world()
+    rec = reconciler(api)
+    await rec.reconcile(KEY)
+    before = len(api.writes())
+    await rec.reconcile(KEY)
+    await rec.reconcile(KEY)
+    assert len(api.writes()) == before
+
+
+async def test_own_create_not_yet_in_the_cache_is_recognised_as_ours() -> None:
+    api = with_world()
+    await reconciler(api).reconcile(KEY)
+    created = api.get(DEP_PATH)
+    await reconciler(api, stale=True).reconcile(KEY)  # POST -> 409 AlreadyExists -> GET -> ours, converged
+    assert api.get(DEP_PATH) == created
+    assert not any(reason.endswith("Conflict") for _, reason in events(api))
+
+
+async def test_foreign_object_is_never_touched_and_reported() -> None:
+    api = with_world()
+    foreign = api.put(
+        DEPLOYMENTS.path(namespace=NS),
+        {
+            "kind": "Deployment",
+            "metadata": {"name": NAME, "namespace": NS, "labels": {"app": "theirs"}},
+            "spec": {"replicas": 7},
+        },
+    )
+    result = await reconciler(api, stale=True).reconcile(KEY)
+    assert api.get(DEP_PATH) == foreign, "a foreign Deployment is left exactly as it was"
+    assert (ready(api)["status"], ready(api)["reason"]) == ("False", "DeploymentConflict")
+    assert "Delete or rename that Deployment" in ready(api)["message"]
+    assert ("Warning", "DeploymentConflict") in events(api)
+    assert result.requeue_after == 15.0
+    assert api.get(SVC_PATH) is not None, "the other child is still synced"
+
+
+async def test_orphan_with_our_labels_is_adopted() -> None:
+    api = with_world()
+    await reconciler(api).reconcile(KEY)
+    orphan = api.get(DEP_PATH)
+    assert orphan is not None
+    del orphan["metadata"]["ownerReferences"]
+    api.put(DEPLOYMENTS.path(namespace=NS), orphan)
+    await reconciler(api).reconcile(KEY)
+    adopted = api.get(DEP_PATH)
+    assert adopted is not None
+    assert adopted["metadata"]["ownerReferences"][0]["kind"] == "WebServer"
+    assert ("Normal", "Adopted") in events(api)
+
+
+async def test_drift_in_owned_fields_is_repaired_and_other_fields_survive() -> None:
+    api = with_world()
+    await reconciler(api).reconcile(KEY)
+    drifted = api.get(DEP_PATH)
+    assert drifted is not None
+    drifted["spec"]["replicas"] = 9
+    drifted["metadata"]["labels"]["team"] = "blue"
+    drifted["spec"]["template"]["metadata"]["annotations"] = {"kubectl.kubernetes.io/restartedAt": "now"}
+    api.put(DEPLOYMENTS.path(namespace=NS), drifted)
+    await reconciler(api).reconcile(KEY)
+    repaired = api.get(DEP_PATH)
+    assert repaired is not None
+    assert repaired["spec"]["replicas"] == 2
+    assert repaired["metadata"]["labels"]["team"] == "blue"
+    assert repaired["spec"]["template"]["metadata"]["annotations"] == {"kubectl.kubernetes.io/restartedAt": "now"}
+    assert ("Normal", "Repaired") in events(api)
+
+
+async def test_forbidden_create_becomes_a_condition_naming_the_permission() -> None:
+    api = with_world()
+    api.fail(
+        "POST",
+        "/services",
+        status_error(
+            403,
+            "Forbidden",
+            method="POST",
+            path=SERVICES.path(namespace=NS),
+            message='services is forbidden: User "op" cannot create resource "services"',
+        ),
+    )
+    result = await reconciler(api).reconcile(KEY)
+    assert api.get(SVC_PATH) is None
+    assert (ready(api)["status"], ready(api)["reason"]) == ("False", "ServiceForbidden")
+    assert 'cannot create resource "services"' in ready(api)["message"]
+    assert result.requeue_after == 15.0
+
+
+async def test_invalid_child_update_becomes_a_condition() -> None:
+    api = with_world()
+    rec = reconciler(api)
+    await rec.reconcile(KEY)
+    ws = api.get(WS_PATH)
+    assert ws is not None
+    ws["spec"]["replicas"] = 3
+    api.put(WEBSERVERS.path(namespace=NS), ws)
+    api.fail(
+        "PATCH",
+        f"/deployments/{NAME}",
+        status_error(422, "Invalid", method="PATCH", path=DEP_PATH, message="spec.replicas: Invalid value"),
+    )
+    result = await rec.reconcile(KEY)
+    assert (ready(api)["status"], ready(api)["reason"]) == ("False", "DeploymentInvalid")
+    assert "spec.replicas: Invalid value" in ready(api)["message"]
+    assert result.requeue_after == 15.0
+    assert rec.keys_with_problems() == [KEY]
+
+
+async def test_server_error_propagates_for_the_queue_to_back_off_and_is_reported_once() -> None:
+    api = with_world()
+    error = status_error(503, "ServiceUnavailable", method="POST", path=DEPLOYMENTS.path(namespace=NS))
+    api.fail("POST", "/deployments", error, times=2)
+    rec = reconciler(api)
+    for _ in range(2):
+        with pytest.raises(ServerError):
+            await rec.reconcile(KEY)
+    assert events(api).count(("Warning", "ReconcileError")) == 1
+    await rec.reconcile(KEY)
+    assert api.get(DEP_PATH) is not None
+
+
+async def test_invalid_spec_is_reported_and_children_are_not_touched() -> None:
+    api = with_world(replicas=-1)
+    await reconciler(api).reconcile(KEY)
+    assert api.get(DEP_PATH) is None
+    assert (ready(api)["status"], ready(api)["reason"]) == ("False", "InvalidSpec")
+    assert "spec.replicas" in ready(api)["message"]
+    assert ("Warning", "InvalidSpec") in events(api)
+
+
+async def test_status_409_is_retried_on_the_fresh_object_with_the_same_verdict() -> None:
+    api = with_world()
+    api.put(
+        DEPLOYMENTS.path(namespace=NS),
+        {"kind": "Deployment", "metadata": {"name": NAME, "namespace": NS, "labels": {"app": "theirs"}}},
+    )
+    rec = reconciler(api, stale=True)
+    stale = copy.deepcopy(api.get(WS_PATH))
+    fresh = api.get(WS_PATH)
+    assert fresh is not None
+    fresh["metadata"]["labels"] = {"added": "meanwhile"}
+    api.put(WEBSERVERS.path(namespace=NS), fresh)  # the cache below still holds the stale copy
+
+    class StaleWebServers(LiveCache):
+        def get(self, key: ObjectKey, /) -> KubeObject | None:
+            return stale
+
+    rec._caches = Caches(
+        webservers=StaleWebServers(api, ""),
+        deployments=rec._caches.deployments,
+        services=rec._caches.services,
+    )
+    result = await rec.reconcile(KEY)
+    assert result.requeue_after is not None
+    ws = api.get(WS_PATH)
+    assert ws is not None
+    assert ws["metadata"]["labels"] == {"added": "meanwhile"}, "written over the fresh read, not the stale cache"
+    assert (ready(api)["status"], ready(api)["reason"]) == ("False", "DeploymentConflict")
+    assert ws["status"]["replicas"] == 0
+    status_puts = [c for c in api.calls if c.method == "PUT" and c.path.endswith("/status")]
+    assert len(status_puts) == 2
+
+
+async def test_deleted_webserver_is_left_to_the_garbage_collector() -> None:
+    api = FakeApi()
+    assert (await reconciler(api).reconcile(KEY)).requeue_after is None
+    assert api.writes() == []
+
+
+def test_conflict_type_is_the_kube_layers() -> None:
+    assert isinstance(status_error(409, "Conflict", method="PUT", path=WS_PATH), Conflict)

@@ -1,0 +1,71 @@
+"""The controller declaration: For, Owns and Watches turn informer events into the right work-queue keys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.support.fake_api import FakeApi
+from webserver_operator.core.settings import ControllerSettings, WatchSettings
+from webserver_operator.kube.resources import DEPLOYMENTS, SERVICES, WEBSERVERS
+from webserver_operator.runtime.builder import ControllerBuilder
+from webserver_operator.runtime.cache import InformerCache
+from webserver_operator.runtime.enqueue import keys_on_delete
+from webserver_operator.runtime.result import Result
+
+SELECTOR = "app.kubernetes.io/managed-by=webserver-operator"
+
+
+class _Noop:
+    async def reconcile(self, key: tuple[str, str]) -> Result:
+        return Result()
+
+
+def _obj(name: str, *, owner: str | None = None, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"namespace": "ns", "name": name, "labels": labels or {}}
+    if owner is not None:
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": WEBSERVERS.api_version,
+                "kind": WEBSERVERS.kind,
+                "name": owner,
+                "uid": "u",
+                "controller": True,
+            }
+        ]
+    return {"metadata": meta}
+
+
+async def test_for_owns_and_watches_feed_the_queue() -> None:
+    cache = InformerCache(FakeApi(), WatchSettings())
+    controller = (
+        ControllerBuilder("builder-test", cache, ControllerSettings(workers=2))
+        .for_(WEBSERVERS)
+        .owns(DEPLOYMENTS, label_selector=SELECTOR)
+        .owns(SERVICES, label_selector=SELECTOR)
+        .watches(SERVICES, keys_on_delete(lambda: [("ns", "waiting")]), label_selector=SELECTOR)
+        .complete(_Noop())
+    )
+    assert controller.workers == 2
+    assert controller.primary is cache.group(WEBSERVERS)
+    deployments = cache.group(DEPLOYMENTS, label_selector=SELECTOR).informers[0]
+    services = cache.group(SERVICES, label_selector=SELECTOR).informers[0]
+    cache.group(WEBSERVERS).informers[0].on_event("ADDED", _obj("primary"), None)
+    deployments.on_event("MODIFIED", _obj("d", owner="owner"), None)
+    services.on_event("ADDED", _obj("s", labels={"app.kubernetes.io/instance": "adopt-me"}), None)
+    services.on_event("DELETED", _obj("s", owner="owner"), None)
+    queue = controller.queue
+    assert [await queue.get() for _ in range(len(queue))] == [
+        ("ns", "primary"),
+        ("ns", "owner"),
+        ("ns", "adopt-me"),
+        ("ns", "waiting"),
+    ]
+    assert sorted(cache.groups) == ["deployments", "services", "webservers"], "one shared informer per resource"
+
+
+def test_owns_needs_for_first() -> None:
+    builder = ControllerBuilder("builder-order", InformerCache(FakeApi(), WatchSettings()), ControllerSettings())
+    with pytest.raises(ValueError, match="for_"):
+        builder.owns(DEPLOYMENTS)

@@ -1,0 +1,75 @@
+"""InformerGroup: one informer per namespace (or cluster-wide), merged read view, synced when all are synced."""
+
+import asyncio
+import contextlib
+from typing import Any
+
+import pytest
+
+from tests.support.fake_api import FakeApi
+from webserver_operator.core.settings import WatchSettings
+from webserver_operator.kube.resources import NAMESPACES, Resource
+from webserver_operator.runtime.group import InformerGroup
+
+pytestmark = pytest.mark.timeout(5)
+
+WEBSERVERS = Resource("example.com", "v1", "webservers", "WebServer")
+
+
+def obj(namespace: str, name: str, owner: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"namespace": namespace, "name": name, "resourceVersion": "1"}
+    if owner:
+        meta["ownerReferences"] = [{"uid": owner, "controller": True}]
+    return {"metadata": meta}
+
+
+def PerNamespaceKube(objects: list[dict[str, Any]], *, slow: str | None = None) -> FakeApi:  # noqa: N802
+    """The shared fake holding ``objects`` per namespace; ``release`` opens the list of namespace ``slow``."""
+    api = FakeApi([(WEBSERVERS.path(namespace=o["metadata"]["namespace"]), o) for o in objects])
+    if slow is not None:
+        api.gates[WEBSERVERS.path(namespace=slow)] = asyncio.Event()
+    return api
+
+
+def test_one_informer_per_namespace_or_one_cluster_wide() -> None:
+    kube = PerNamespaceKube([])
+    group = InformerGroup.for_namespaces(kube, WEBSERVERS, settings=WatchSettings(namespaces=["a", "b", "a", ""]))
+    assert [i.namespace for i in group.informers] == ["a", "b"]
+    assert [
+        i.namespace
+        for i in InformerGroup.for_namespaces(kube, WEBSERVERS, settings=WatchSettings(namespaces=[])).informers
+    ] == [None]
+    cluster_scoped = InformerGroup.for_namespaces(kube, NAMESPACES, settings=WatchSettings(namespaces=["a"]))
+    assert [i.namespace for i in cluster_scoped.informers] == [None]
+
+
+async def test_merged_view_and_synced_only_when_all_namespaces_listed() -> None:
+    kube = PerNamespaceKube([obj("a", "x", owner="u"), obj("b", "y", owner="u"), obj("c", "z")], slow="b")
+    group = InformerGroup.for_namespaces(
+        kube, WEBSERVERS, settings=WatchSettings(namespaces=["a", "b"], watch_timeout=60)
+    )
+    task = asyncio.create_task(group.run())
+    try:
+        await asyncio.wait_for(group.informers[0].synced.wait(), 1)
+        await asyncio.sleep(0.01)
+        assert not group.synced.is_set()
+        assert not group.has_synced
+        kube.gates[WEBSERVERS.path(namespace="b")].set()
+        await asyncio.wait_for(group.synced.wait(), 1)
+        assert group.alive
+        assert group.get(("a", "x")) is not None
+        assert group.get(("b", "y")) is not None
+        assert group.get(("c", "z")) is None, "namespaces outside the group are not watched"
+        assert sorted(o["metadata"]["name"] for o in group.list()) == ["x", "y"]
+        assert len(group) == 2
+        assert [o["metadata"]["name"] for o in group.list("b")] == ["y"]
+        assert group.list("c") == []
+        assert sorted(o["metadata"]["name"] for o in group.by_owner("u")) == ["x", "y"]
+        assert sorted(call.path for call in kube.calls) == [
+            "/apis/example.com/v1/namespaces/a/webservers",
+            "/apis/example.com/v1/namespaces/b/webservers",
+        ]
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -1,0 +1,82 @@
+"""Store: replace diffs a relist into events, owner index stays consistent through upsert/delete/replace."""
+
+from typing import Any
+
+import pytest
+
+from webserver_operator.runtime.store import Store
+
+pytestmark = pytest.mark.timeout(5)
+
+
+def obj(name: str, rv: str, *, namespace: str = "ns", owner: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "resourceVersion": rv}
+    if owner:
+        meta["ownerReferences"] = [
+            {"uid": "not-controller", "controller": False},
+            {"uid": owner, "controller": True, "kind": "WebServer", "name": "o"},
+        ]
+    return {"metadata": meta}
+
+
+def names(objs: list[dict[str, Any]]) -> list[str]:
+    return sorted(o["metadata"]["name"] for o in objs)
+
+
+def test_replace_reports_added_modified_deleted_and_skips_unchanged() -> None:
+    store = Store()
+    assert [c[0] for c in store.replace([obj("a", "1"), obj("b", "1"), obj("c", "1")], "10")] == ["ADDED"] * 3
+    changes = store.replace([obj("a", "1"), obj("b", "2"), obj("d", "1")], "20")
+    summary = [
+        (kind, new["metadata"]["name"], old["metadata"]["resourceVersion"] if old else None)
+        for kind, new, old in changes
+    ]
+    assert summary == [("DELETED", "c", None), ("MODIFIED", "b", "1"), ("ADDED", "d", None)]
+    assert store.resource_version == "20"
+    assert sorted(store.keys()) == [("ns", "a"), ("ns", "b"), ("ns", "d")]
+
+
+def test_get_list_by_namespace_and_cluster_scoped_keys() -> None:
+    store = Store()
+    store.upsert(obj("a", "1", namespace="x"))
+    store.upsert(obj("a", "1", namespace="y"))
+    store.upsert({"metadata": {"name": "node-1", "resourceVersion": "1"}})
+    assert store.get(("x", "a")) is not None
+    assert store.get(("", "node-1")) is not None
+    assert store.get(("z", "a")) is None
+    assert names(store.list("y")) == ["a"]
+    assert len(store.list()) == 3
+
+
+def test_owner_index_tracks_controller_reference_only() -> None:
+    store = Store()
+    store.upsert(obj("c1", "1", owner="u1"))
+    store.upsert(obj("c2", "1", owner="u1"))
+    store.upsert(obj("c3", "1"))
+    assert names(store.by_owner("u1")) == ["c1", "c2"]
+    assert store.by_owner("not-controller") == []
+
+    store.upsert(obj("c2", "2", owner="u2"))  # re-parented
+    assert names(store.by_owner("u1")) == ["c1"]
+    assert names(store.by_owner("u2")) == ["c2"]
+
+    store.upsert(obj("c1", "3"))  # orphaned
+    assert store.by_owner("u1") == []
+
+    store.delete(("ns", "c2"))
+    assert store.by_owner("u2") == []
+
+    store.replace([obj("c9", "1", owner="u9")], "5")
+    assert names(store.by_owner("u9")) == ["c9"]
+    assert store.by_owner("u1") == store.by_owner("u2") == []
+
+
+def test_upsert_and_delete_return_previous_object() -> None:
+    store = Store()
+    first = obj("a", "1")
+    assert store.upsert(first) is None
+    assert store.upsert(obj("a", "2")) is first
+    removed = store.delete(("ns", "a"))
+    assert removed is not None
+    assert removed["metadata"]["resourceVersion"] == "2"
+    assert store.delete(("ns", "a")) is None

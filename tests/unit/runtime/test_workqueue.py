@@ -1,0 +1,239 @@
+"""WorkQueue: client-go semantics (dedup, one worker per key, dirty requeue, delayed adds, backoff, shutdown)."""
+
+import asyncio
+import collections
+
+import pytest
+
+from webserver_operator import metrics
+from webserver_operator.runtime.workqueue import WorkQueue
+
+pytestmark = pytest.mark.timeout(5)
+
+Key = tuple[str, str]
+A: Key = ("ns", "a")
+B: Key = ("ns", "b")
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def sample(name: str, queue: str) -> float:
+    value = metrics.REGISTRY.get_sample_value(name, {"name": queue})
+    return value or 0.0
+
+
+async def test_add_deduplicates_queued_keys() -> None:
+    q: WorkQueue[Key] = WorkQueue(name="wq-dedup")
+    for _ in range(3):
+        q.add(A)
+    q.add(B)
+    assert len(q) == 2
+    assert await q.get() == A
+    assert await q.get() == B
+    assert len(q) == 0
+    assert sample("workqueue_adds_total", "wq-dedup") == 2
+    assert sample("workqueue_depth", "wq-dedup") == 0
+
+
+async def test_key_added_while_processing_is_requeued_on_done() -> None:
+    q: WorkQueue[Key] = WorkQueue(name="wq-dirty")
+    q.add(A)
+    assert await q.get() == A
+    q.add(A)
+    q.add(A)
+    assert len(q) == 0, "a key in flight must not be handed to another worker"
+    q.done(A)
+    assert len(q) == 1
+    assert await q.get() == A
+    q.done(A)
+    assert len(q) == 0
+
+
+async def test_done_without_new_add_does_not_requeue() -> None:
+    q: WorkQueue[Key] = WorkQueue(name="wq-done")
+    q.add(A)
+    await q.get()
+    q.done(A)
+    assert len(q) == 0
+    assert q.processing() == frozenset()
+
+
+async def test_one_key_never_processed_concurrently_by_several_workers() -> None:
+    q: WorkQueue[Key] = WorkQueue(name="wq-concurrency")
+    keys = [("ns", f"k{i}") for i in range(3)]
+    active: collections.Counter[Key] = collections.Counter()
+    max_active: collections.Counter[Key] = collections.Counter()
+    processed: collections.Counter[Key] = collections.Counter()
+    overall = {"now": 0, "max": 0}
+
+    async def worker() -> None:
+        while (key := await q.get()) is not None:
+            active[key] += 1
+            overall["now"] += 1
+            overall["max"] = max(overall["max"], overall["now"])
+            max_active[key] = max(max_active[key], active[key])
+            await asyncio.sleep(0.005)
+            processed[key] += 1
+            active[key] -= 1
+            overall["now"] -= 1
+            q.done(key)
+
+    workers = [asyncio.create_task(worker()) for _ in range(6)]
+    for _ in range(20):
+        for key in keys:
+            q.add(key)
+        await asyncio.sleep(0.001)
+    while len(q) or q.processing():  # noqa: ASYNC110 - polling the queue's own state
+        await asyncio.sleep(0.005)
+    q.shutdown()
+    await asyncio.gather(*workers)
+
+    assert all(max_active[key] == 1 for key in keys), max_active
+    assert overall["max"] > 1, "workers should have run different keys in parallel"
+    # Dedup collapsed the 20 adds per key into far fewer reconciles, but every key ran after its last add.
+    assert all(1 <= processed[key] < 20 for key in keys), processed
+
+
+async def test_add_after_coming_due_while_queued_collapses() -> None:
+    clock = FakeClock()
+    q: WorkQueue[Key] = WorkQueue(name="wq-after-queued", clock=clock)
+    q.add(A)
+    q.add_after(A, 1.0)
+    clock.advance(1.0)
+    q.flush_due()
+    assert len(q) == 1
+    assert await q.get() == A
+    q.done(A)
+    assert len(q) == 0
+
+
+async def test_add_after_coming_due_while_processing_requeues_once_on_done() -> None:
+    clock = FakeClock()
+    q: WorkQueue[Key] = WorkQueue(name="wq-after-processing", clock=clock)
+    q.add(A)
+    assert await q.get() == A
+    q.add_after(A, 1.0)
+    clock.advance(2.0)
+    q.flush_due()
+    assert len(q) == 0
+    q.done(A)
+    assert len(q) == 1
+
+
+async def test_earliest_add_after_wins() -> None:
+    clock = FakeClock()
+    q: WorkQueue[Key] = WorkQueue(name="wq-after-earliest", clock=clock)
+    q.add_after(A, 10.0)
+    q.add_after(A, 5.0)
+    q.add_after(A, 20.0)
+    assert q.pending_delayed() == {A: 5.0}
+    clock.advance(4.9)
+    q.flush_due()
+    assert len(q) == 0
+    clock.advance(0.1)
+    q.flush_due()
+    assert len(q) == 1
+    assert q.pending_delayed() == {}
+    clock.advance(20.0)
+    q.flush_due()
+    assert len(q) == 1, "the superseded later add must not fire a second time"
+
+
+async def test_add_after_fires_on_the_real_loop_timer() -> None:
+    q: WorkQueue[Key] = WorkQueue(name="wq-after-timer")
+    q.add_after(A, 0.02)
+    q.add_after(B, 0.01)
+    assert len(q) == 0
+    assert await asyncio.wait_for(q.get(), 1) == B
+    assert await asyncio.wait_for(q.get(), 1) == A
+
+
+async def test_add_after_non_positive_delay_adds_now() -> None:
+    q: WorkQueue[Key] = WorkQueue(name="wq-after-zero")
+    q.add_after(A, 0)
+    assert len(q) == 1
+
+
+async def test_backoff_grows_exponentially_caps_and_forget_resets() -> None:
+    q: WorkQueue[Key] = WorkQueue(name="wq-backoff", base_backoff=0.005, max_backoff=0.1)
+    delays = [q.when(A) for _ in range(7)]
+    assert delays == pytest.approx([0.005, 0.01, 0.02, 0.04, 0.08, 0.1, 0.1])
+    assert q.num_requeues(A) == 7
+    assert q.when(B) == pytest.approx(0.005), "backoff is per key"
+    q.forget(A)
+    assert q.num_requeues(A) == 0
+    assert q.when(A) == pytest.approx(0.005)
+
+
+async def test_backoff_does_not_overflow_after_many_failures() -> None:
+    q: WorkQueue[Key] = WorkQueue(name="wq-overflow", max_backoff=300.0)
+    for _ in range(2000):
+        delay = q.when(A)
+    assert delay == 300.0
+
+
+async def test_add_rate_limited_delays_by_backoff_and_counts_retries() -> None:
+    clock = FakeClock()
+    q: WorkQueue[Key] = WorkQueue(name="wq-rate-limited", base_backoff=1.0, max_backoff=100.0, clock=clock)
+    before = sample("workqueue_retries_total", "wq-rate-limited")
+    q.add_rate_limited(A)
+    assert q.pending_delayed() == {A: 1.0}
+    clock.advance(1.0)
+    q.flush_due()
+    assert await q.get() == A
+    q.add_rate_limited(A)
+    q.done(A)
+    assert q.pending_delayed() == {A: 2.0}
+    assert q.num_requeues(A) == 2
+    assert sample("workqueue_retries_total", "wq-rate-limited") - before == 2
+
+
+async def test_shutdown_releases_waiting_getters_and_ignores_adds() -> None:
+    q: WorkQueue[Key] = WorkQueue(name="wq-shutdown")
+    getters = [asyncio.create_task(q.get()) for _ in range(3)]
+    await asyncio.sleep(0)
+    q.add_after(A, 0.01)
+    q.shutdown()
+    assert await asyncio.gather(*getters) == [None, None, None]
+    q.add(A)
+    q.add_rate_limited(B)
+    assert len(q) == 0
+    assert await q.get() is None
+    await asyncio.sleep(0.02)
+    assert len(q) == 0, "pending delayed adds are dropped at shutdown"
+
+
+async def test_cancelled_getter_does_not_swallow_a_wake_up() -> None:
+    q: WorkQueue[Key] = WorkQueue(name="wq-cancel")
+    first = asyncio.create_task(q.get())
+    second = asyncio.create_task(q.get())
+    await asyncio.sleep(0)
+    q.add(A)  # wakes `first`...
+    first.cancel()  # ...which is cancelled before it runs
+    assert await asyncio.wait_for(second, 1) == A
+
+
+async def test_queue_and_work_duration_metrics_and_unfinished_work() -> None:
+    clock = FakeClock()
+    q: WorkQueue[Key] = WorkQueue(name="wq-metrics", clock=clock)
+    q.add(A)
+    clock.advance(2.0)
+    await q.get()
+    clock.advance(3.0)
+    q.update_unfinished_metrics()
+    assert sample("workqueue_unfinished_work_seconds", "wq-metrics") == 3.0
+    assert sample("workqueue_longest_running_processor_seconds", "wq-metrics") == 3.0
+    q.done(A)
+    q.update_unfinished_metrics()
+    assert sample("workqueue_unfinished_work_seconds", "wq-metrics") == 0.0
+    assert sample("workqueue_queue_duration_seconds_sum", "wq-metrics") == 2.0
+    assert sample("workqueue_work_duration_seconds_sum", "wq-metrics") == 3.0

@@ -1,0 +1,28 @@
+"""The command line: exit codes, `manifests` and `version`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from webserver_operator.cli import main
+
+
+def test_run_exits_2_with_the_message_on_bad_settings(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--workers", "0"]) == 2
+    assert "invalid setting workers" in capsys.readouterr().err
+
+
+def test_manifests_command_writes_what_is_committed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = Path(__file__).resolve().parents[2]
+    assert main(["manifests", "--output", str(tmp_path / "config"), "--chart-dir", str(tmp_path / "chart")]) == 0
+    for written in (tmp_path / "config").rglob("*.yaml"):
+        committed = root / "config" / written.relative_to(tmp_path / "config")
+        assert written.read_text() == committed.read_text(), f"{committed} is stale: run `make manifests`"
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["version"]) == 0
+    assert capsys.readouterr().out.strip() == "webserver-operator 0.1.0"

@@ -1,0 +1,61 @@
+"""What /healthz and /readyz check: checks are plain callables returning ``(ok, detail)``, grouped by probe.
+
+What the probes mean (what kubelet and people should act on):
+- /healthz (liveness) fails when restarting the process would help: the main loop is blocked, or a watch task has
+  died or stopped making progress for far longer than its own stall watchdog allows. It does NOT fail because the API
+  server is unreachable: an outage must not restart-loop every replica, and the watchdog restarts silent watches.
+- /readyz (readiness) passes once the informer caches have synced. A standby replica (not the leader) syncs its
+  caches too, so it is ready and takes over warm.
+
+Checks run on the endpoint server's thread (``manager.endpoints``), so they must only read simple attributes (floats,
+bools) that the main loop writes. The manager fills ``Probes`` (loop heartbeat, watch liveness, cache readiness).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+Check = Callable[[], tuple[bool, str]]
+
+
+class Heartbeat:
+    """Ticked by a task on the main loop; read from the health thread."""
+
+    def __init__(self, *, interval: float = 0.5, clock: Callable[[], float] = time.monotonic) -> None:
+        self.interval = interval
+        self._clock = clock
+        self.last = clock()
+
+    async def run(self) -> None:
+        while True:
+            self.last = self._clock()
+            await asyncio.sleep(self.interval)
+
+    def check(self, *, max_lag: float) -> tuple[bool, str]:
+        lag = self._clock() - self.last
+        if lag > max_lag:
+            return False, f"event loop blocked for {lag:.1f}s (limit {max_lag:.1f}s)"
+        return True, "event loop responsive"
+
+
+@dataclass
+class Probes:
+    liveness: dict[str, Check] = field(default_factory=dict)
+    readiness: dict[str, Check] = field(default_factory=dict)
+
+
+def run_checks(checks: dict[str, Check]) -> tuple[bool, str]:
+    lines = []
+    healthy = True
+    for name, check in checks.items():
+        try:
+            ok, detail = check()
+        except Exception as err:
+            ok, detail = False, f"check raised {err!r}"
+        healthy &= ok
+        lines.append(f"[{'+' if ok else '-'}]{name} {'ok' if ok else 'failed'}: {detail}")
+    lines.append("healthz check passed" if healthy else "healthz check failed")
+    return healthy, "\n".join(lines) + "\n"

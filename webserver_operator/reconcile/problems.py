@@ -1,0 +1,58 @@
+"""Why a WebServer is not Ready when only a person can fix it: one raisable type, and the API answers that become one.
+
+Why one type: a foreign object in the way, a child the API server rejects (422) or refuses (403), a selector that
+cannot change: each is found deep in the child sync, must stop that child, and ends up in the same three places: the
+``Ready`` condition (``reason``, ``message``), a Warning Event (``event_reason``, usually the same word) and a slow
+requeue. ``Problem`` carries exactly that and is raised where it is found; ``reconcile.reconciler`` catches it,
+``reconcile.status`` turns it into the condition and ``reconcile.events`` into the Event.
+
+``from_api_error`` is the one place where an HTTP error on a child becomes words a person can act on; errors it does
+not map (409 from a stale cache, 404 after a concurrent delete, 5xx, transport errors) propagate, and the work
+queue retries them with backoff.
+"""
+
+from __future__ import annotations
+
+from webserver_operator.kube.errors import ApiError, Forbidden, Invalid
+
+
+class Problem(Exception):  # noqa: N818 - it is a verdict about the WebServer, raised where it is found
+    """A reason the WebServer cannot progress without a person: becomes Ready=False, a Warning Event and a requeue.
+
+    ``reason`` is CamelCase (``ServiceConflict``); ``message`` says what is wrong and what to do; ``event_reason``
+    defaults to ``reason``.
+    """
+
+    def __init__(self, reason: str, message: str, *, event_reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+        self.event_reason = event_reason or reason
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Problem):
+            return NotImplemented
+        return (self.reason, self.message, self.event_reason) == (other.reason, other.message, other.event_reason)
+
+    def __hash__(self) -> int:
+        return hash((self.reason, self.message, self.event_reason))
+
+    def __repr__(self) -> str:
+        return f"Problem({self.reason!r}, {self.message!r})"
+
+
+def from_api_error(err: ApiError, *, kind: str, name: str, verb: str) -> Problem | None:
+    """The problem a rejected create or update of a child means, or None when retrying may help.
+
+    422 Invalid: the API server rejected what the WebServer asks for (fix the spec). 403 Forbidden: missing RBAC, a
+    terminating namespace, an admission or quota denial; the API's own message names the missing permission.
+    """
+    if isinstance(err, Invalid):
+        if verb == "create":
+            message = f"the API server rejected {kind} {name}: {err.message}; fix the WebServer's spec"
+        else:
+            message = f"the API server rejected the {kind} update: {err.message}"
+        return Problem(f"{kind}Invalid", message)
+    if isinstance(err, Forbidden):
+        return Problem(f"{kind}Forbidden", f"cannot {verb} {kind} {name}: {err}")
+    return None

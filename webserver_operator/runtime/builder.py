@@ -1,0 +1,90 @@
+"""Declaring a controller, after controller-runtime's builder: For, Owns, Watches, then ``complete(reconciler)``.
+
+For the primary resource, Owns its children, Watches anything else with a mapping to keys.
+
+Why a declaration: what wakes a reconciler is part of what the reconciler means, so it is written next to it
+(``reconcile.setup``), not spread through the process wiring. The builder turns the declaration into event handlers
+on the shared informer groups of ``runtime.cache.InformerCache``, each handler mapping an event to work-queue keys
+(``runtime.enqueue``), and hands back a ``runtime.controller.Controller`` that the manager runs while it leads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Self
+
+from webserver_operator.core.settings import ControllerSettings
+from webserver_operator.core.vocabulary import EventHandler, EventType, KubeObject, ObjectKey
+from webserver_operator.kube.resources import Resource
+from webserver_operator.runtime.cache import InformerCache
+from webserver_operator.runtime.controller import Controller
+from webserver_operator.runtime.enqueue import KeyMapper, keys_for_object, keys_for_owner
+from webserver_operator.runtime.group import InformerGroup
+from webserver_operator.runtime.result import Reconciler
+from webserver_operator.runtime.workqueue import WorkQueue
+
+
+@dataclass(frozen=True)
+class _Watch:
+    resource: Resource
+    label_selector: str | None
+    keys: KeyMapper
+
+
+class ControllerBuilder:
+    """``ControllerBuilder(name, cache, settings).for_(...).owns(...).watches(...).complete(reconciler)``."""
+
+    def __init__(self, name: str, cache: InformerCache, settings: ControllerSettings) -> None:
+        self._name = name
+        self._cache = cache
+        self._settings = settings
+        self._primary: Resource | None = None
+        self._primary_selector: str | None = None
+        self._watches: list[_Watch] = []
+
+    def for_(self, resource: Resource, *, label_selector: str | None = None) -> Self:
+        """The reconciled resource: each of its events asks for its own key (``EnqueueRequestForObject``)."""
+        if self._primary is not None:
+            raise ValueError(f"controller {self._name} already reconciles {self._primary.kind}")
+        self._primary, self._primary_selector = resource, label_selector
+        self._watches.append(_Watch(resource, label_selector, keys_for_object))
+        return self
+
+    def owns(self, resource: Resource, *, label_selector: str | None = None) -> Self:
+        """Children: each event asks for the key of the primary object that controls it (``EnqueueRequestForOwner``)."""
+        if self._primary is None:
+            raise ValueError("declare the reconciled resource with for_() before owns()")
+        mapper = keys_for_owner(owner_kind=self._primary.kind, owner_api_version=self._primary.api_version)
+        self._watches.append(_Watch(resource, label_selector, mapper))
+        return self
+
+    def watches(self, resource: Resource, keys: KeyMapper, *, label_selector: str | None = None) -> Self:
+        """Anything else: ``keys(type, obj, old)`` names the primary keys an event concerns."""
+        self._watches.append(_Watch(resource, label_selector, keys))
+        return self
+
+    def complete(self, reconciler: Reconciler) -> Controller:
+        """Add the event handlers to the shared informers and return the (not yet running) controller."""
+        if self._primary is None:
+            raise ValueError(f"controller {self._name} needs for_() before complete()")
+        queue: WorkQueue[ObjectKey] = WorkQueue(name=self._name)
+        for watch in self._watches:
+            group = self._cache.group(watch.resource, label_selector=watch.label_selector)
+            group.add_handler(_enqueue(queue, watch.keys))
+        primary: InformerGroup = self._cache.group(self._primary, label_selector=self._primary_selector)
+        return Controller(
+            self._name,
+            reconciler,
+            queue,
+            workers=self._settings.workers,
+            resync_period=self._settings.resync_period,
+            primary=primary,
+        )
+
+
+def _enqueue(queue: WorkQueue[ObjectKey], keys: KeyMapper) -> EventHandler:
+    def handle(event_type: EventType, obj: KubeObject, old: KubeObject | None) -> None:
+        for key in keys(event_type, obj, old):
+            queue.add(key)
+
+    return handle

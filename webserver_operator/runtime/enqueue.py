@@ -1,0 +1,73 @@
+"""Event-to-key mappings: which work-queue keys a watch event asks to look at again.
+
+Why: in a level-triggered controller an event only says "look at this key again"; the reconciler reads the current
+state from the cache. These mirror controller-runtime's handlers: ``keys_for_object`` is ``EnqueueRequestForObject``
+(the primary object itself); ``keys_for_owner`` is ``EnqueueRequestForOwner(OnlyControllerOwner)``: a child event
+wakes its controller owner, and on an update both the old and new owner are woken (an ownerReference can change).
+The owner is matched by kind and API *group* only, never version, so children written under ``v1`` still find an
+owner served as ``v1beta1`` later.
+
+Unlike controller-runtime, a child with no controller reference at all still wakes the owner named by its
+``app.kubernetes.io/instance`` label: an orphan left by ``kubectl delete --cascade=orphan`` must reach its would-be
+owner so it can be adopted. A child controlled by someone else never wakes us through the label.
+
+Used by ``runtime.builder`` (For, Owns, Watches); what they return goes to ``WorkQueue.add``.
+"""
+
+from collections.abc import Callable, Iterable
+
+from webserver_operator.core.vocabulary import EventType, KubeObject, ObjectKey, controller_of, object_key
+
+INSTANCE_LABEL = "app.kubernetes.io/instance"
+
+#: ``(type, obj, old) -> keys to reconcile``; must not block (it runs inside the informer's event dispatch).
+KeyMapper = Callable[[EventType, KubeObject, KubeObject | None], Iterable[ObjectKey]]
+
+
+def api_group(api_version: str) -> str:
+    """``apps/v1`` -> ``apps``; ``v1`` (core) -> ``""``."""
+    return api_version.rpartition("/")[0]
+
+
+def owner_key(obj: KubeObject, *, owner_kind: str, owner_api_version: str) -> ObjectKey | None:
+    """Key of the owner that ``obj`` should wake, or ``None``.
+
+    The controller ownerReference wins when it points at ``owner_kind`` in the owner's API group; with no controller
+    reference at all, the ``app.kubernetes.io/instance`` label names the would-be owner in the same namespace.
+    """
+    namespace, _ = object_key(obj)
+    ref = controller_of(obj)
+    if ref is not None:
+        if ref.get("kind") != owner_kind or api_group(str(ref.get("apiVersion") or "")) != api_group(owner_api_version):
+            return None
+        name = ref.get("name")
+        return (namespace, name) if isinstance(name, str) and name else None
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    instance = labels.get(INSTANCE_LABEL)
+    return (namespace, instance) if isinstance(instance, str) and instance else None
+
+
+def keys_for_object(_type: EventType, obj: KubeObject, _old: KubeObject | None) -> list[ObjectKey]:
+    """For the primary resource: every event asks for the object's own key."""
+    return [object_key(obj)]
+
+
+def keys_for_owner(*, owner_kind: str, owner_api_version: str) -> KeyMapper:
+    """For owned children: the owner of the new object and, if different, of the old one."""
+
+    def keys(_type: EventType, obj: KubeObject, old: KubeObject | None) -> set[ObjectKey]:
+        found = {owner_key(obj, owner_kind=owner_kind, owner_api_version=owner_api_version)}
+        if old is not None:
+            found.add(owner_key(old, owner_kind=owner_kind, owner_api_version=owner_api_version))
+        return {key for key in found if key is not None}
+
+    return keys
+
+
+def keys_on_delete(waiting: Callable[[], Iterable[ObjectKey]]) -> KeyMapper:
+    """When an object is deleted, the keys ``waiting()`` names (e.g. those waiting on a resource it held)."""
+
+    def keys(type_: EventType, _obj: KubeObject, _old: KubeObject | None) -> Iterable[ObjectKey]:
+        return waiting() if type_ == "DELETED" else ()
+
+    return keys

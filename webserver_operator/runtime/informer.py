@@ -1,0 +1,396 @@
+"""List+watch one resource into a ``Store`` and report every change: client-go's reflector + shared informer.
+
+Why each piece (watch streams die silently in practice, and kubernetes-asyncio's ``Watch`` gets several of these wrong):
+
+* **List, paginated** (``limit`` + ``continue``). The list is a consistent read (no ``resourceVersion``), so a relist
+  never travels back in time. If a continue token expires (410) the list starts over; a half list is never applied.
+* **Replace the store and diff**: keys that vanished between lists become ``DELETED``, new or changed ones ``ADDED``
+  / ``MODIFIED``. Handlers see a relist like any other change and need no resync special case.
+* **Watch from the list's resourceVersion** with ``allowWatchBookmarks`` and a server ``timeoutSeconds`` jittered in
+  [0.5x, 1x] (client-go uses 5-10 min) so replicas do not reconnect in lock step. BOOKMARK events carry only
+  ``metadata.resourceVersion``: they move the resume point and touch nothing else.
+* **Normal end of a watch** (the server's timeout): re-watch from the last resourceVersion; no relist.
+* **410 Gone** (HTTP status or an ERROR event carrying a Status with code 410): the resume point fell out of the
+  server's window -> relist. Re-watching with the same stale resourceVersion (what kubernetes-asyncio does) loops.
+* **Transport errors, 429, 5xx**: capped exponential backoff with jitter, then re-watch from the last resourceVersion.
+* **403 / 404**: missing RBAC or CRD. Log what to fix, retry slowly, never crash. ``synced`` stays unset until a list
+  succeeds so readiness reports the problem.
+* **Stall watchdog**: a watch that delivers nothing (not even a bookmark) for ``stall_timeout`` is abandoned and
+  restarted; half-open TCP connections otherwise leave the cache silently frozen. ``last_activity`` feeds /healthz.
+
+``on_event(type, obj, old)`` runs synchronously right after the store changed; handlers only enqueue keys.
+resourceVersions are opaque strings: events are applied in arrival order, never compared. Failures are the kube
+layer's typed errors (``Gone``, ``Forbidden``, ``NotFound``, ...), watch ``ERROR`` events included: they are parsed
+by the same ``metav1.Status`` parser as HTTP error bodies.
+
+Created by ``runtime.group.InformerGroup`` (one per watched namespace); its ``store`` is what reconcilers read and
+its ``on_event`` hands every change to the controller's event mapping.
+"""
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+from webserver_operator import metrics
+from webserver_operator.core.backoff import Backoff, BackoffPolicy
+from webserver_operator.core.settings import STALL_GRACE_SECONDS
+from webserver_operator.core.vocabulary import EventHandler, EventType, KubeObject, WatchApi, object_key
+from webserver_operator.kube.errors import Forbidden, Gone, NotFound, api_error_from_status
+from webserver_operator.kube.resources import Resource
+from webserver_operator.runtime.store import Store, StoreEvent
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_WATCH_TIMEOUT_SECONDS = 300
+MIN_WATCH_TIMEOUT_SECONDS = 60  # jitter never takes a watch below this (or below the configured value if smaller)
+PAGE_SIZE = 500
+#: client-go's reflector backoff (800 ms doubling to 30 s); a missing CRD or permission is retried more slowly.
+RECONNECT_BACKOFF = BackoffPolicy(base=0.8, cap=30.0, jitter=0.5)
+FORBIDDEN_BACKOFF = BackoffPolicy(base=5.0, cap=60.0, jitter=0.5)
+SHORT_WATCH_SECONDS = 1.0  # an empty watch that ends sooner than this is treated as a failure (no hot loop)
+
+
+class _RestartList(Exception):  # noqa: N818 - control flow, not an error
+    """A continue token expired mid-list: start the list over."""
+
+
+class _Stalled(Exception):  # noqa: N818 - control flow, not an error
+    """The watch delivered nothing for ``stall_timeout``."""
+
+
+def noop_handler(_type: EventType, _obj: KubeObject, _old: KubeObject | None) -> None:
+    return None
+
+
+def failure_reason(exc: BaseException) -> str:
+    """The ``reason`` label of the watch-restart metric for a failure (and the word the logs use)."""
+    if isinstance(exc, Gone):
+        return "expired"
+    if isinstance(exc, Forbidden):
+        return "forbidden"
+    if isinstance(exc, NotFound):
+        return "not_found"
+    return "error"  # TransportError, 429, 5xx, decoding errors, bugs: all retried with backoff
+
+
+def _needs_a_person(exc: BaseException) -> bool:
+    """403/404: the CRD or our access is missing; only a list tells when it is back."""
+    return isinstance(exc, Forbidden | NotFound)
+
+
+class Informer:
+    """Keeps ``store`` in line with one resource (optionally one namespace and a label selector)."""
+
+    def __init__(
+        self,
+        api: WatchApi,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        name: str | None = None,
+        on_event: EventHandler | None = None,
+        watch_timeout_seconds: int = DEFAULT_WATCH_TIMEOUT_SECONDS,
+        stall_timeout: float | None = None,
+        page_size: int = PAGE_SIZE,
+        backoff: Backoff | None = None,
+        forbidden_backoff: Backoff | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        rng: Callable[[], float] = random.random,
+    ) -> None:
+        if watch_timeout_seconds < 1:
+            raise ValueError("watch_timeout_seconds must be >= 1")
+        self.api = api
+        self.resource = resource
+        self.namespace = namespace if resource.namespaced else None
+        self.label_selector = label_selector
+        self.name = name or resource.plural
+        self.on_event: EventHandler = on_event or noop_handler
+        self.watch_timeout_seconds = watch_timeout_seconds
+        self.stall_timeout = stall_timeout if stall_timeout is not None else watch_timeout_seconds + STALL_GRACE_SECONDS
+        self.page_size = page_size
+        self._clock = clock
+        self._rng = rng
+        self._backoff = backoff or Backoff(RECONNECT_BACKOFF, clock=clock, rand=rng)
+        self._forbidden_backoff = forbidden_backoff or Backoff(FORBIDDEN_BACKOFF, clock=clock, rand=rng)
+
+        self.store = Store()
+        #: Set once the first full list is in the store; never cleared (like client-go's HasSynced).
+        self.synced = asyncio.Event()
+        #: Monotonic time of the last sign of life from the API server (list page, watch event, clean watch end).
+        self.last_activity = clock()
+        self.consecutive_failures = 0
+        #: Resume point: the list's resourceVersion, then that of every watch event (bookmarks included).
+        self.resource_version = ""
+        self._running = False
+        self._path = resource.path(namespace=self.namespace)
+        self._m_events = {t: metrics.WATCH_EVENTS.labels(resource=self.name, type=t) for t in _EVENT_TYPES}
+
+    # -- health -------------------------------------------------------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        """True while ``run`` is running (it never gives up on its own)."""
+        return self._running
+
+    def seconds_since_activity(self) -> float:
+        return self._clock() - self.last_activity
+
+    def _touch(self) -> None:
+        self.last_activity = self._clock()
+
+    # -- main loop ----------------------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """List, then watch, recovering from every failure; returns only by cancellation."""
+        self._running = True
+        self._touch()
+        log_extra = {"informer": self.name, "namespace": self.namespace or ""}
+        logger.info("informer %s starting (path %s)", self.name, self._path, extra=log_extra)
+        first = True
+        try:
+            while True:
+                if not await self._list_once(relist=not first):
+                    continue
+                first = False
+                reason = await self._watch_until_relist()
+                logger.info("informer %s relisting (%s)", self.name, reason, extra=log_extra)
+        finally:
+            self._running = False
+
+    # -- list ---------------------------------------------------------------------------------------------------------
+
+    async def _list_once(self, *, relist: bool) -> bool:
+        """One attempt at a full list applied to the store; on failure log, back off and return False."""
+        try:
+            items, resource_version = await self._list_all()
+        except Exception as exc:  # an informer must never die: every failure is retried
+            await self._fail("list", exc)
+            return False
+        self.consecutive_failures = 0
+        self.resource_version = resource_version
+        metrics.WATCH_RELISTS.labels(resource=self.name).inc()
+        self._dispatch(self.store.replace(items, resource_version))
+        if not self.synced.is_set():
+            self.synced.set()
+            logger.info(
+                "informer %s synced: %d object(s) at resourceVersion %s",
+                self.name,
+                len(self.store),
+                resource_version,
+                extra={"informer": self.name, "objects": len(self.store)},
+            )
+        elif relist:
+            logger.debug("informer %s relisted %d object(s)", self.name, len(self.store))
+        return True
+
+    async def _list_all(self) -> tuple[list[KubeObject], str]:
+        while True:
+            try:
+                return await self._list_pages()
+            except _RestartList:
+                logger.info("informer %s: list continue token expired, restarting the list", self.name)
+
+    async def _list_pages(self) -> tuple[list[KubeObject], str]:
+        items: list[KubeObject] = []
+        token: str | None = None
+        while True:
+            query = {"limit": str(self.page_size)}
+            if self.label_selector:
+                query["labelSelector"] = self.label_selector
+            if token:
+                query["continue"] = token
+            try:
+                page = await self.api.request("GET", self._path, query=query)
+            except Gone as exc:
+                if token:
+                    raise _RestartList from exc
+                raise
+            self._touch()
+            items.extend(self._complete(item) for item in page.get("items") or ())
+            meta = page.get("metadata") or {}
+            token = meta.get("continue") or None
+            if not token:
+                return items, str(meta.get("resourceVersion") or "")
+
+    def _complete(self, obj: KubeObject) -> KubeObject:
+        """List items lack kind/apiVersion (watch objects carry them); fill them in so both look the same."""
+        obj.setdefault("apiVersion", self.resource.api_version)
+        obj.setdefault("kind", self.resource.kind)
+        return obj
+
+    # -- watch --------------------------------------------------------------------------------------------------------
+
+    async def _watch_until_relist(self) -> str:
+        """Watch (and re-watch) from ``resource_version`` until only a relist helps; returns the reason."""
+        while True:
+            started = self._clock()
+            try:
+                received = await self._watch_once()
+            except _Stalled:
+                self._restart("stalled")
+                logger.warning(
+                    "informer %s: watch delivered nothing for %.0fs, restarting it from resourceVersion %s",
+                    self.name,
+                    self.stall_timeout,
+                    self.resource_version,
+                    extra={"informer": self.name},
+                )
+                continue
+            except Exception as exc:  # an informer must never die: every failure is retried
+                reason = failure_reason(exc)
+                self._restart(reason)
+                if isinstance(exc, Gone):
+                    if self._clock() - started < SHORT_WATCH_SECONDS:
+                        # Gone right away, again and again, would be a tight list/watch loop: pace it.
+                        await asyncio.sleep(self._backoff.next_delay())
+                    return reason
+                await self._fail("watch", exc)
+                if _needs_a_person(exc):
+                    return reason  # the CRD or our access may have changed: only a list tells the truth
+                continue
+            self._touch()
+            self.consecutive_failures = 0
+            if received == 0 and self._clock() - started < SHORT_WATCH_SECONDS:
+                self._restart("closed")
+                await asyncio.sleep(self._backoff.next_delay())  # a server that closes at once must not spin us
+            else:
+                self._restart("timeout")
+
+    async def _watch_once(self) -> int:
+        """One watch request; returns the number of events on a normal end, raises on anything else."""
+        query = {
+            "watch": "true",
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(self._watch_timeout()),
+        }
+        if self.resource_version:
+            query["resourceVersion"] = self.resource_version
+        if self.label_selector:
+            query["labelSelector"] = self.label_selector
+        received = 0
+        loop = asyncio.get_running_loop()
+        watchdog = asyncio.timeout(self.stall_timeout)  # covers opening the watch too; re-armed by every event
+        try:
+            async with watchdog, self.api.watch(self._path, query=query) as stream:
+                async for event in stream:
+                    watchdog.reschedule(loop.time() + self.stall_timeout)
+                    received += 1
+                    self._touch()
+                    self.consecutive_failures = 0
+                    self._apply(event)
+        except TimeoutError:
+            if watchdog.expired():
+                raise _Stalled from None
+            raise
+        return received
+
+    def _watch_timeout(self) -> int:
+        base = self.watch_timeout_seconds
+        floor = min(base, MIN_WATCH_TIMEOUT_SECONDS)
+        return max(floor, int(base * (0.5 + 0.5 * self._rng())))
+
+    def _apply(self, event: dict[str, Any]) -> None:
+        event_type = str(event.get("type") or "")
+        obj = event.get("object") or {}
+        if event_type in self._m_events:
+            self._m_events[event_type].inc()
+        if event_type == "ERROR":
+            logger.info(
+                "informer %s: watch ERROR event: %s (%s)",
+                self.name,
+                obj.get("message"),
+                obj.get("reason"),
+                extra={"informer": self.name, "code": obj.get("code")},
+            )
+            raise api_error_from_status(obj, method="GET", path=self._path, verb="watch")
+        new_rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        if event_type == "BOOKMARK":
+            if new_rv:
+                self.resource_version = new_rv
+            return
+        if event_type not in ("ADDED", "MODIFIED", "DELETED"):
+            logger.warning("informer %s: ignoring watch event of unknown type %r", self.name, event_type)
+            return
+        change: StoreEvent
+        if event_type == "DELETED":
+            old = self.store.delete(object_key(obj))
+            change = ("DELETED", obj, old)
+        else:
+            typed: EventType = "ADDED" if event_type == "ADDED" else "MODIFIED"
+            change = (typed, obj, self.store.upsert(obj))
+        if new_rv:
+            self.resource_version = new_rv
+        self._dispatch([change])
+
+    # -- helpers ------------------------------------------------------------------------------------------------------
+
+    def _dispatch(self, changes: list[StoreEvent]) -> None:
+        for event_type, obj, old in changes:
+            try:
+                self.on_event(event_type, obj, old)
+            except Exception:
+                logger.exception(
+                    "informer %s: event handler failed for %s %s/%s",
+                    self.name,
+                    event_type,
+                    *object_key(obj),
+                    extra={"informer": self.name},
+                )
+
+    def _restart(self, reason: str) -> None:
+        metrics.WATCH_RESTARTS.labels(resource=self.name, reason=reason).inc()
+
+    async def _fail(self, phase: str, exc: Exception) -> None:
+        self.consecutive_failures += 1
+        extra = {
+            "informer": self.name,
+            "phase": phase,
+            "failure": failure_reason(exc),
+            "consecutive_failures": self.consecutive_failures,
+        }
+        if isinstance(exc, Forbidden):
+            delay = self._forbidden_backoff.next_delay()
+            logger.error(
+                "informer %s: %s of %s is forbidden; the operator's ServiceAccount needs get/list/watch on %s "
+                "(check the ClusterRole/Role and its binding). Retrying in %.0fs: %s",
+                self.name,
+                phase,
+                self._path,
+                self.resource.plural,
+                delay,
+                exc,
+                extra=extra,
+            )
+        elif isinstance(exc, NotFound):
+            delay = self._forbidden_backoff.next_delay()
+            logger.error(
+                "informer %s: %s of %s returned 404: is the CustomResourceDefinition for %s (%s) installed? "
+                "Retrying in %.0fs: %s",
+                self.name,
+                phase,
+                self._path,
+                self.resource.kind,
+                self.resource.api_version,
+                delay,
+                exc,
+                extra=extra,
+            )
+        else:
+            delay = self._backoff.next_delay()
+            logger.warning(
+                "informer %s: %s failed (%s: %s); retrying in %.2fs",
+                self.name,
+                phase,
+                type(exc).__name__,
+                exc,
+                delay,
+                extra=extra,
+            )
+        await asyncio.sleep(delay)
+
+
+_EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR")

@@ -1,0 +1,121 @@
+"""The informer's in-memory store: the last listed/watched state of one resource, keyed by ``(namespace, name)``.
+
+Why: reconcilers read from here instead of the API server (client-go ``Indexer`` / controller-runtime cache), which is
+what keeps steady state free of polling reads. One secondary index, by the UID of the *controller* ownerReference,
+answers "which children does this owner have" without a scan, like controller-runtime's owner field indexes.
+
+Not thread-safe by design: it is only touched from the event loop, and every mutation is a synchronous call, so no
+reader ever sees a half-applied change.
+
+Objects are stored as received and handed out *without copying*: they are shared, read-only dicts. Callers must
+``copy.deepcopy`` an object before mutating it (the same contract as client-go listers).
+"""
+
+import builtins
+from collections.abc import Iterable
+
+from webserver_operator.core.vocabulary import (
+    EventType,
+    KubeObject,
+    KubeObjects,
+    ObjectKey,
+    controller_of,
+    object_key,
+)
+
+#: ``(type, new_or_deleted_object, old_object_or_None)``: what changed in the store, as informer handlers receive it.
+StoreEvent = tuple[EventType, KubeObject, KubeObject | None]
+
+
+def resource_version_of(obj: KubeObject) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _controller_uid(obj: KubeObject) -> str | None:
+    ref = controller_of(obj)
+    uid = ref.get("uid") if ref else None
+    return uid if isinstance(uid, str) and uid else None
+
+
+class Store:
+    """``(namespace, name) -> object`` plus an index by controller-owner UID; a ``core.vocabulary.ObjectReader``."""
+
+    def __init__(self) -> None:
+        self._items: dict[ObjectKey, KubeObject] = {}
+        self._owner_of: dict[ObjectKey, str] = {}
+        self._by_owner: dict[str, set[ObjectKey]] = {}
+        #: resourceVersion of the last full list applied with ``replace`` ("" before the first list).
+        self.resource_version = ""
+
+    # -- reads --------------------------------------------------------------------------------------------------------
+
+    def get(self, key: ObjectKey, /) -> KubeObject | None:
+        return self._items.get(key)
+
+    def list(self, namespace: str | None = None) -> KubeObjects:
+        if namespace is None:
+            return list(self._items.values())
+        return [obj for (ns, _), obj in self._items.items() if ns == namespace]
+
+    def keys(self) -> builtins.list[ObjectKey]:
+        return list(self._items)
+
+    def by_owner(self, uid: str, /) -> KubeObjects:
+        return [self._items[key] for key in self._by_owner.get(uid, ())]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    # -- writes -------------------------------------------------------------------------------------------------------
+
+    def upsert(self, obj: KubeObject) -> KubeObject | None:
+        """Insert or replace ``obj``; returns the previous object with that key, if any."""
+        key = object_key(obj)
+        old = self._items.get(key)
+        self._items[key] = obj
+        self._unindex(key)
+        uid = _controller_uid(obj)
+        if uid is not None:
+            self._owner_of[key] = uid
+            self._by_owner.setdefault(uid, set()).add(key)
+        return old
+
+    def delete(self, key: ObjectKey, /) -> KubeObject | None:
+        """Remove ``key``; returns the removed object, or ``None`` if it was not there."""
+        self._unindex(key)
+        return self._items.pop(key, None)
+
+    def replace(self, objects: Iterable[KubeObject], resource_version: str) -> builtins.list[StoreEvent]:
+        """Make the store hold exactly ``objects`` (a full list) and return what changed.
+
+        A relist is reported like any other change so handlers need no special path: ``DELETED`` for keys that
+        vanished, ``ADDED`` for new keys, ``MODIFIED`` for keys whose resourceVersion differs. Unchanged objects
+        produce nothing (resourceVersions are opaque, but equal ones denote the same object version).
+        """
+        fresh: dict[ObjectKey, KubeObject] = {object_key(obj): obj for obj in objects}
+        changes: builtins.list[StoreEvent] = []
+        for key in [key for key in self._items if key not in fresh]:
+            old = self.delete(key)
+            if old is not None:
+                changes.append(("DELETED", old, None))
+        for obj in fresh.values():
+            old = self.upsert(obj)
+            if old is None:
+                changes.append(("ADDED", obj, None))
+            elif resource_version_of(old) != resource_version_of(obj) or not resource_version_of(obj):
+                changes.append(("MODIFIED", obj, old))
+        self.resource_version = resource_version
+        return changes
+
+    def _unindex(self, key: ObjectKey) -> None:
+        uid = self._owner_of.pop(key, None)
+        if uid is None:
+            return
+        keys = self._by_owner.get(uid)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._by_owner[uid]

@@ -1,0 +1,260 @@
+"""A rate-limited, delaying work queue with client-go ``workqueue`` semantics, for asyncio.
+
+Why these semantics: they are what makes a level-triggered controller correct with several workers.
+
+* **De-duplication** (the ``dirty`` set): a key is queued at most once, however many events arrive for it. The
+  reconciler reads the latest state from the cache anyway, so ten events cost one reconcile.
+* **One worker per key** (the ``processing`` set): a key handed out by ``get`` is not handed out again until ``done``.
+  If it is added meanwhile it is only marked dirty and re-queued by ``done``, so no two workers ever reconcile the same
+  object concurrently, yet the change that arrived mid-reconcile is not lost.
+* **Delayed adds** (``add_after``): kept in a timer heap, one entry per key, the soonest wins. When an entry comes due
+  it goes through ``add``, so it collapses into a queued or in-flight copy of the key instead of duplicating it.
+* **Per-key exponential backoff** (``add_rate_limited``/``forget``): client-go's ``ItemExponentialFailureRateLimiter``
+  (base 5 ms, doubling, capped at 5 min, no jitter), computed by ``core.backoff.BackoffPolicy`` with one attempt
+  count per key. ``forget`` resets it after a success. controller-runtime also combines this with an
+  overall token bucket; the API client's own rate limiting covers that here.
+
+Deviation from client-go: after ``shutdown`` ``get`` returns ``None`` at once instead of draining queued keys. The
+queue is rebuilt from the informer caches on the next start (level-triggered), so stopping quickly loses nothing.
+
+Metrics mirror client-go's workqueue metrics (label ``name``) so existing dashboards work. All timing uses a monotonic
+clock, injectable for tests; timers are scheduled on the running loop (``add_after`` must be called from it).
+
+Filled by the event mappings ``runtime.builder`` registers on the informers; drained by ``runtime.controller``.
+"""
+
+import asyncio
+import collections
+import heapq
+import itertools
+import time
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
+
+from webserver_operator import metrics
+from webserver_operator.core.backoff import BackoffPolicy
+
+K = TypeVar("K", bound=Hashable)
+
+DEFAULT_BASE_BACKOFF = 0.005
+DEFAULT_MAX_BACKOFF = 300.0
+
+
+class WorkQueue(Generic[K]):
+    """De-duplicating, delaying, rate-limited queue of keys; see the module docstring for the guarantees."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        base_backoff: float = DEFAULT_BASE_BACKOFF,
+        max_backoff: float = DEFAULT_MAX_BACKOFF,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if base_backoff <= 0 or max_backoff < base_backoff:
+            raise ValueError("need 0 < base_backoff <= max_backoff")
+        self.name = name
+        self._backoff = BackoffPolicy(base=base_backoff, cap=max_backoff)
+        self._clock = clock
+
+        self._queue: collections.deque[K] = collections.deque()
+        self._dirty: set[K] = set()  # needs processing: queued, or to be re-queued when its worker calls done()
+        self._processing: set[K] = set()
+        self._added_at: dict[K, float] = {}  # first add while not yet handed out (queue-duration metric)
+        self._started_at: dict[K, float] = {}  # handed out by get() (work-duration and unfinished-work metrics)
+        self._failures: dict[K, int] = {}
+
+        self._waiting: dict[K, float] = {}  # key -> due time of its single pending delayed add
+        self._heap: list[tuple[float, int, K]] = []  # may hold superseded entries; _waiting is the truth
+        self._seq = itertools.count()
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_due: float | None = None
+
+        self._getters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._shutting_down = False
+
+        self._m_depth = metrics.WORKQUEUE_DEPTH.labels(name=name)
+        self._m_adds = metrics.WORKQUEUE_ADDS.labels(name=name)
+        self._m_queue_duration = metrics.WORKQUEUE_QUEUE_DURATION.labels(name=name)
+        self._m_work_duration = metrics.WORKQUEUE_WORK_DURATION.labels(name=name)
+        self._m_retries = metrics.WORKQUEUE_RETRIES.labels(name=name)
+        self._m_unfinished = metrics.WORKQUEUE_UNFINISHED_WORK.labels(name=name)
+        self._m_longest = metrics.WORKQUEUE_LONGEST_RUNNING_PROCESSOR.labels(name=name)
+        self._m_depth.set(0)
+
+    # -- immediate adds -----------------------------------------------------------------------------------------------
+
+    def add(self, key: K) -> None:
+        """Queue ``key`` unless it is already queued; if it is being processed, re-queue it when ``done``."""
+        if self._shutting_down or key in self._dirty:
+            return
+        self._m_adds.inc()
+        self._dirty.add(key)
+        self._added_at[key] = self._clock()
+        if key in self._processing:
+            return
+        self._push(key)
+
+    def _push(self, key: K) -> None:
+        self._queue.append(key)
+        self._m_depth.set(len(self._queue))
+        self._wake_one()
+
+    def _wake_one(self) -> None:
+        while self._getters:
+            waiter = self._getters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+    # -- delayed and rate-limited adds --------------------------------------------------------------------------------
+
+    def add_after(self, key: K, delay: float) -> None:
+        """Add ``key`` after ``delay`` seconds; an earlier pending delayed add of the same key wins."""
+        if self._shutting_down:
+            return
+        if delay <= 0:
+            self.add(key)
+            return
+        due = self._clock() + delay
+        current = self._waiting.get(key)
+        if current is not None and current <= due:
+            return
+        self._waiting[key] = due
+        heapq.heappush(self._heap, (due, next(self._seq), key))
+        self._schedule_timer()
+
+    def add_rate_limited(self, key: K, *, at_least: float = 0.0) -> None:
+        """Add ``key`` after its per-key backoff (5 ms, 10 ms, 20 ms, ... capped), or ``at_least`` if that is longer.
+
+        ``at_least`` carries a server's ``Retry-After``: the queue, not a sleeping worker, honours it.
+        """
+        if self._shutting_down:
+            return
+        self._m_retries.inc()
+        self.add_after(key, max(self.when(key), at_least))
+
+    def when(self, key: K) -> float:
+        """Next backoff for ``key``, counting one more failure (client-go ``ItemExponentialFailureRateLimiter``)."""
+        attempt = self._failures.get(key, 0)
+        self._failures[key] = attempt + 1
+        return self._backoff.delay(attempt)
+
+    def forget(self, key: K) -> None:
+        """Reset the backoff of ``key`` (call after a successful reconcile). Does not remove a pending add."""
+        self._failures.pop(key, None)
+
+    def num_requeues(self, key: K) -> int:
+        """How many rate-limited adds ``key`` had since it was last forgotten."""
+        return self._failures.get(key, 0)
+
+    def flush_due(self) -> None:
+        """Move every delayed key whose due time has passed into the queue. Called by the timer; public for tests."""
+        now = self._clock()
+        while self._heap and self._heap[0][0] <= now:
+            due, _, key = heapq.heappop(self._heap)
+            if self._waiting.get(key) != due:
+                continue  # superseded by an earlier add_after
+            del self._waiting[key]
+            self.add(key)
+        self._schedule_timer()
+
+    def _schedule_timer(self) -> None:
+        while self._heap and self._waiting.get(self._heap[0][2]) != self._heap[0][0]:
+            heapq.heappop(self._heap)  # drop superseded heads so the timer tracks a live entry
+        if not self._heap or self._shutting_down:
+            self._cancel_timer()
+            return
+        due = self._heap[0][0]
+        if self._timer is not None and self._timer_due is not None and self._timer_due <= due:
+            return
+        self._cancel_timer()
+        loop = asyncio.get_running_loop()
+        self._timer = loop.call_later(max(0.0, due - self._clock()), self._on_timer)
+        self._timer_due = due
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_due = None
+        self.flush_due()
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = None
+        self._timer_due = None
+
+    # -- consuming ----------------------------------------------------------------------------------------------------
+
+    async def get(self) -> K | None:
+        """Wait for a key and mark it processing; ``None`` once the queue is shut down. Pair every key with ``done``."""
+        while True:
+            if self._shutting_down:
+                return None
+            if self._queue:
+                key = self._queue.popleft()
+                self._m_depth.set(len(self._queue))
+                now = self._clock()
+                self._processing.add(key)
+                self._dirty.discard(key)
+                added = self._added_at.pop(key, None)
+                if added is not None:
+                    self._m_queue_duration.observe(now - added)
+                self._started_at[key] = now
+                return key
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._getters.append(waiter)
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                # Our wake-up may have been consumed by this cancelled waiter: pass it on so no key sits unclaimed.
+                if waiter.done() and not waiter.cancelled() and self._queue:
+                    self._wake_one()
+                raise
+
+    def done(self, key: K) -> None:
+        """Finish processing ``key``; if it was added meanwhile, queue it again."""
+        if key not in self._processing:
+            return
+        self._processing.discard(key)
+        started = self._started_at.pop(key, None)
+        if started is not None:
+            self._m_work_duration.observe(self._clock() - started)
+        if key in self._dirty and not self._shutting_down:
+            self._push(key)
+
+    # -- lifecycle and introspection ----------------------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        """Stop accepting adds, drop pending delayed adds, and make every ``get`` return ``None``."""
+        self._shutting_down = True
+        self._cancel_timer()
+        self._waiting.clear()
+        self._heap.clear()
+        while self._getters:
+            waiter = self._getters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+
+    @property
+    def shutting_down(self) -> bool:
+        return self._shutting_down
+
+    def __len__(self) -> int:
+        """Number of keys queued and ready (not counting keys in flight or waiting on a delay)."""
+        return len(self._queue)
+
+    def processing(self) -> frozenset[K]:
+        return frozenset(self._processing)
+
+    def pending_delayed(self) -> dict[K, float]:
+        """Delayed keys and how many seconds until each is due."""
+        now = self._clock()
+        return {key: max(0.0, due - now) for key, due in self._waiting.items()}
+
+    def update_unfinished_metrics(self) -> None:
+        """Refresh the unfinished-work and longest-running gauges (call on a tick or before a scrape)."""
+        now = self._clock()
+        ages = [now - started for started in self._started_at.values()]
+        self._m_unfinished.set(sum(ages))
+        self._m_longest.set(max(ages, default=0.0))
