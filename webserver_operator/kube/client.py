@@ -131,9 +131,7 @@ class KubeClient:
         asyncio.get_running_loop()
         api = ApiClient(configuration=configuration)
         api.user_agent = USER_AGENT
-        return cls(
-            api, settings=settings, watch_read_timeout=watch_read_timeout, retry=retry, sleep=sleep, rand=rand
-        )
+        return cls(api, settings=settings, watch_read_timeout=watch_read_timeout, retry=retry, sleep=sleep, rand=rand)
 
     def without_retries(self) -> KubeClient:
         """A view sharing this client's connection pool and rate limit whose requests are tried once.
