@@ -21,9 +21,9 @@ import itertools
 import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
-from webserver_operator.core.vocabulary import MERGE_PATCH, QueryValue
+from webserver_operator.core.vocabulary import MERGE_PATCH, QueryValue, RequestOptions
 from webserver_operator.kube.errors import ApiError, KubeError, api_error_from_response
 from webserver_operator.kube.resources import parse_path
 
@@ -120,16 +120,9 @@ class FakeApi:
 
     # -- the API --------------------------------------------------------------------------------------------------
 
-    async def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: Mapping[str, QueryValue] | None = None,
-        body: object | None = None,
-        content_type: str | None = None,
-    ) -> dict[str, Any]:
+    async def request(self, method: str, path: str, **options: Unpack[RequestOptions]) -> dict[str, Any]:
         method = method.upper()
+        query, body, content_type = options.get("query"), options.get("body"), options.get("content_type")
         self.calls.append(Call(method, path, {k: str(v) for k, v in (query or {}).items()}, body, content_type))
         if self.hang:
             await asyncio.Event().wait()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypedDict, Unpack
 
 #: An object as the API server serves it (decoded JSON).
 KubeObject = dict[str, Any]
@@ -69,6 +69,14 @@ class ObjectReader(Protocol):
         ...
 
 
+class RequestOptions(TypedDict, total=False):
+    """The optional parts of one API request, declared once for the Protocol, the client and the fakes."""
+
+    query: Mapping[str, QueryValue] | None
+    body: object | None
+    content_type: str | None
+
+
 class ApiRequests(Protocol):
     """One request to the API server (implemented by ``kube.client.KubeClient.request``).
 
@@ -76,15 +84,7 @@ class ApiRequests(Protocol):
     (``NotFound``, ``Conflict``, ``Gone``, ...) and ``kube.errors.TransportError`` when no answer came.
     """
 
-    async def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: Mapping[str, QueryValue] | None = None,
-        body: object | None = None,
-        content_type: str | None = None,
-    ) -> dict[str, Any]: ...
+    async def request(self, method: str, path: str, **options: Unpack[RequestOptions]) -> dict[str, Any]: ...
 
 
 class WatchApi(ApiRequests, Protocol):

@@ -41,7 +41,7 @@ import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import replace
-from typing import Any, Self
+from typing import Any, Self, Unpack
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -49,7 +49,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 
 from webserver_operator import __version__, metrics
 from webserver_operator.core.settings import ClientSettings, WatchSettings
-from webserver_operator.core.vocabulary import QueryValue
+from webserver_operator.core.vocabulary import QueryValue, RequestOptions
 from webserver_operator.kube.errors import KubeError, TransportError, api_error_from_response
 from webserver_operator.kube.ratelimit import TokenBucket
 from webserver_operator.kube.retry import RetryPolicy, call_with_retries
@@ -163,22 +163,15 @@ class KubeClient:
 
     # --- raw requests --------------------------------------------------------------------------------------------
 
-    async def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: Mapping[str, QueryValue] | None = None,
-        body: object | None = None,
-        content_type: str | None = None,
-    ) -> dict[str, Any]:
+    async def request(self, method: str, path: str, **options: Unpack[RequestOptions]) -> dict[str, Any]:
         """Send a request (retried per the retry policy) and return the decoded JSON body (``{}`` when empty).
 
         Raises ``ApiError`` subclasses for HTTP errors and ``TransportError`` when no answer came. ``body`` is any
-        JSON-serialisable value (also for ``application/apply-patch+yaml``: JSON is YAML).
+        JSON-serialisable value; ``content_type`` defaults to JSON.
         """
         method = method.upper()
-        pairs = encode_query(query)
+        body, content_type = options.get("body"), options.get("content_type")
+        pairs = encode_query(options.get("query"))
         if method in _WRITE_METHODS and not any(key == "fieldManager" for key, _ in pairs):
             pairs.append(("fieldManager", FIELD_MANAGER))
 
