@@ -1,4 +1,7 @@
-"""`python -m webserver_operator` runs the CLI (same as the `webserver-operator` console script)."""
+"""`python -m webserver_operator` runs the CLI (same as the `webserver-operator` console script).
+
+Run by ``python -m webserver_operator``; hands straight on to ``cli.main``.
+"""
 
 import sys
 

@@ -2,6 +2,8 @@
 
 One entry point for the container image, the Makefile (`make manifests`) and people. Heavy imports happen inside
 the subcommands so `version` and `manifests` stay fast and never need a cluster.
+
+Run by the container's entry point and by people; hands settings to ``manager.manager.run_operator``.
 """
 
 from __future__ import annotations

@@ -1,1 +1,4 @@
-"""Package marker."""
+"""Package marker.
+
+Imported by ``builders``, ``reconcile`` and ``cli manifests``; nothing is re-exported.
+"""

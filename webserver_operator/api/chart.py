@@ -5,6 +5,8 @@ Why a copy at all: Helm templates can only read files inside the chart, and a CR
 folder (Helm installs that unconditionally and never upgrades it). So the chart stores the generated YAML under
 ``files/crds/`` and ``templates/crd.yaml`` includes it with ``.Files.Get``. ``make manifests`` rewrites the copy
 together with ``config/crd``, and a unit test fails when it differs from ``render_crd_yaml()``.
+
+Called by ``cli manifests``; hands on the chart's copy of the CRD file.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Why only these fields: everything written here is a field the operator owns and 
 ``webserver_operator.reconcile.owned``); everything else is left to the API server's defaults and to other tools.
 In particular no securityContext is set for the web server pods: users choose the image, and a namespace whose Pod
 Security level rejects the pods must show up in the WebServer's Ready condition, not be papered over by the operator.
+
+Called by ``reconcile.reconciler`` through ``builders``; hands on the desired Deployment dict.
 """
 
 from typing import Any

@@ -5,6 +5,9 @@ must never change for the life of a WebServer (so nothing that can change, such 
 The full *child labels* add ``managed-by`` (which label-filtered informers use to watch only our children, see
 ``CHILD_LABEL_SELECTOR``) and ``component``. All keys are the recommended ``app.kubernetes.io/*`` labels, so
 dashboards and ``kubectl get -l`` work without knowing this operator.
+
+Used by the other builders, ``reconcile.setup`` (the informers' label selector) and ``reconcile.status``
+(``status.selector``).
 """
 
 NAME_LABEL = "app.kubernetes.io/name"

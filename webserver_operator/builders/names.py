@@ -4,6 +4,8 @@ Why fixed names: a child named exactly like its WebServer can be found again aft
 cache lookup), without listing or remembering anything; two reconciles of the same WebServer can never create two
 Deployments. The CRD guarantees the WebServer name is a DNS-1035 label of at most 63 characters, which is valid for a
 Deployment, a Service and a label value alike, so no hashing or truncation is needed.
+
+Used by the other builders and by ``reconcile.owned``, which finds the container and port by these names.
 """
 
 from webserver_operator.api.models import WebServer

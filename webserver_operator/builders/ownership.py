@@ -5,6 +5,8 @@ Why ``controller: true`` and ``blockOwnerDeletion: true``: the controller refere
 apart from a foreign object that merely has the same name; an object controlled by someone else is never adopted or
 overwritten. ``blockOwnerDeletion`` makes foreground deletion of a WebServer wait for its children. Reading a
 child's controller reference back is ``core.vocabulary.controller_of``.
+
+Called by the Deployment and Service builders; hands on the ownerReference every child carries.
 """
 
 from typing import Any

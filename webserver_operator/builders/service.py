@@ -3,6 +3,8 @@
 Why ``targetPort: "http"`` (the container port's name) rather than a number: the Service keeps pointing at the right
 container port whatever ``spec.port`` is. ``nodePort`` is only set when the user asked for one; otherwise the API
 server allocates a free port, and the owned-field diff keeps that allocated port stable from then on.
+
+Called by ``reconcile.reconciler`` through ``builders``; hands on the desired Service dict.
 """
 
 from typing import Any

@@ -9,6 +9,8 @@ The patch carries ``metadata.resourceVersion`` of ``live`` (optimistic concurren
 409 if the object changed since it was read). Keys missing from ``merged`` become ``null``; lists are replaced
 whole, as merge patches always do. Lists of named objects (containers, ports, imagePullSecrets, ownerReferences)
 are matched by name in the field report, so a path says which entry changed.
+
+Called by ``reconcile.reconciler`` once per child sync; hands on the ``Difference`` it writes and reports.
 """
 
 from __future__ import annotations

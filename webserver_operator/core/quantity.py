@@ -14,6 +14,8 @@ The grammar is the one of ``k8s.io/apimachinery/pkg/api/resource``::
     <signedNumber> ::= [+|-] (<digits> | <digits>.<digits> | <digits>. | .<digits>)
 
 ``decimal.Decimal`` is exact for all of these (no float rounding: ``0.1`` cpu is exactly ``100m``).
+
+Called by ``reconcile.owned`` to compare resources; hands on exact decimal amounts.
 """
 
 import decimal

@@ -9,6 +9,8 @@ in ``tests/support``.
 
 Objects are decoded JSON, exactly as the API server serves them. Objects handed out by a cache are shared,
 read-only dicts: ``copy.deepcopy`` before mutating (the same contract as client-go listers).
+
+Imported by ``runtime``, ``reconcile``, ``kube`` and ``manager``; declares types only, hands nothing on.
 """
 
 from __future__ import annotations

@@ -4,4 +4,6 @@ Modules, one concern each: ``resources`` (paths), ``errors`` (our exception type
 ``config`` (kubeconfig / in-cluster with token refresh), ``retry`` (pure retry policy), ``ratelimit`` (token
 bucket), ``stream`` (watch body decoding) and ``client`` (``KubeClient``). Callers import from the module that
 declares a name; this package re-exports nothing, so every name has one import path.
+
+Imported by ``runtime``, ``reconcile`` and ``manager``, one module at a time.
 """

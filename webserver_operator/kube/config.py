@@ -20,6 +20,9 @@ plugin's cached token is reused until its ``expirationTimestamp``). Certificates
 built: rotating client certificates need a restart.
 
 ``persist_config=False`` semantics: we never write back into the user's kubeconfig.
+
+Called by ``manager.manager`` before anything else; hands the kubernetes_asyncio ``Configuration`` to
+``KubeClient.create``.
 """
 
 from __future__ import annotations

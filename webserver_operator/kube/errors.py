@@ -11,6 +11,9 @@ share the ``KubeError`` base so a caller can catch "the API call failed" in one 
 kubeconfig / in-cluster setup problems found before any request is made.
 
 Nothing here includes request headers or bodies: they can hold bearer tokens and Secret data.
+
+Raised by ``kube.client`` (and the informer, for watch ERROR events); caught by type in ``runtime``, ``reconcile`` and
+``manager.leader``.
 """
 
 from __future__ import annotations

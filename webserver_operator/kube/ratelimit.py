@@ -7,6 +7,8 @@ smooths that out while letting a short burst through at full speed.
 Why reservations (tokens may go negative) and not a lock + loop: each caller takes its token immediately and sleeps
 exactly until it is due, so waiters are served in arrival order without a lock; a caller cancelled while waiting gives
 its token back. ``reserve()`` is the pure part (clock injected) and is what the tests exercise.
+
+Used by ``kube.client`` before every request when ``--qps`` is set.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ answer with a confusing 404 (a name without a namespace for a namespaced kind, a
 
 ``parse_path`` and ``rbac_verb`` go the other way (path -> resource, method -> RBAC verb); ``errors`` uses them to
 tell a person exactly which RBAC rule a 403 is missing.
+
+Used by every layer that builds a path; ``kube.errors`` reads paths back to word 403 messages.
 """
 
 from __future__ import annotations

@@ -18,6 +18,8 @@ Rules (as client-go, with jittered exponential backoff instead of its fixed 1 s)
 - ``Retry-After`` (header or Status ``details.retryAfterSeconds``) is honoured as given, capped at the backoff cap
   so a misbehaving proxy cannot park a caller for minutes.
 - Otherwise the delay comes from ``core.backoff.BackoffPolicy`` (base 0.2 s doubling to 30 s, jitter 0.5).
+
+Called by ``kube.client.request``; hands back the answer or the last error.
 """
 
 from __future__ import annotations

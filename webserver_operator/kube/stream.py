@@ -11,6 +11,8 @@ line, inside a multi-byte UTF-8 character) are harmless.
 
 Failure mapping: the server ending the response cleanly ends the iteration (the informer re-watches from its last
 resourceVersion); a socket read timeout, a reset connection or a body cut mid-event raises ``TransportError``.
+
+Built by ``kube.client.watch``; hands decoded events to ``runtime.informer``.
 """
 
 from __future__ import annotations

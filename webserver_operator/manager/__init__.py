@@ -1,1 +1,4 @@
-"""Package marker."""
+"""Package marker.
+
+Imported by ``cli`` only.
+"""

@@ -39,6 +39,8 @@ Rules, and why each exists:
 - ``leader_election_master_status{name=<lease>}`` is 1 from a successful acquire until ``hold()`` ends or
   ``release()`` runs, 0 otherwise (also on a standby, so dashboards see every replica).
 - Retries while waiting are jittered (up to 20 %) so candidates started together do not poll in lockstep.
+
+Created by ``manager.manager`` when ``--leader-elect`` is on; its ``hold()`` ending is what stops the controller.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ Why the standard ``logging`` module with a formatter rather than a logging libra
 module decides how a record looks. Fields that could carry credentials are never passed to a logger in the first
 place (the kube layer logs methods, paths and API messages, never headers or bodies); as a second line of defence the
 formatter masks anything shaped like a bearer token.
+
+Called by ``cli`` once at start; every module's ``logging`` calls go through it.
 """
 
 from __future__ import annotations

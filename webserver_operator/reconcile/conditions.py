@@ -5,6 +5,8 @@ reconcile it would be useless, and every reconcile would also rewrite the status
 ``k8s.io/apimachinery/pkg/api/meta.SetStatusCondition``: a new type gets ``now``; a changed status gets ``now``; a
 changed reason, message or observedGeneration is updated in place and keeps the old time. Timestamps are RFC 3339 in
 UTC with second precision (``2024-05-01T12:00:00Z``), the form the API server itself writes for metav1.Time.
+
+Called by ``reconcile.status`` and the reconciler's invalid-spec path; hands on the new conditions list.
 """
 
 import copy

@@ -17,6 +17,8 @@ in the container named ``web`` its ``image``, ``ports`` and ``resources``, plus 
 Owned, Service: our label keys, our ownerReference, ``spec.type``, ``spec.selector`` and ``spec.ports`` (one ``http``
 port; an allocated ``nodePort`` is kept unless the WebServer asks for a specific one). Everything else is someone
 else's. A Deployment's ``spec.selector`` is immutable, so it is never patched: ``selector_mismatch`` reports it.
+
+Called by ``reconcile.reconciler`` for each child; hands ``(live, merged)`` on to ``core.jsondiff.compare``.
 """
 
 import copy

@@ -9,6 +9,8 @@ requeue. ``Problem`` carries exactly that and is raised where it is found; ``rec
 ``from_api_error`` is the one place where an HTTP error on a child becomes words a person can act on; errors it does
 not map (409 from a stale cache, 404 after a concurrent delete, 5xx, transport errors) propagate, and the work
 queue retries them with backoff.
+
+Raised inside ``reconcile.reconciler``; read by ``reconcile.status`` and ``reconcile.events``.
 """
 
 from __future__ import annotations

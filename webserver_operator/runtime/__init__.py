@@ -2,4 +2,6 @@
 
 Nothing here knows about WebServers: it is this project's controller-runtime. The reconcile layer above declares what
 to watch and how to reconcile (``runtime.builder``); the manager runs what it gets back.
+
+Imported by ``reconcile`` (builder, result) and ``manager`` (cache, controller).
 """

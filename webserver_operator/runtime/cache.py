@@ -5,6 +5,8 @@ Services and one that is woken by Services must see the same store, fed by one l
 twice and the two views drift. ``group()`` creates a group on first use; controllers add their event handlers to it
 (``runtime.builder``); the manager starts everything with ``run()`` once all handlers are in place, waits for
 ``synced()``, and reads ``groups`` for its liveness and readiness probes.
+
+Created by ``manager.manager``; ``reconcile.setup`` reads its groups as caches and declares handlers on them.
 """
 
 from __future__ import annotations

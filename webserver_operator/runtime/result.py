@@ -9,6 +9,8 @@ acts on it; reconcilers sit one layer up and import it from here.
 - raise any exception: the key is retried with per-key exponential backoff (at least its ``retry_after``, when the
   exception carries one, as the kube layer's errors do for 429s).
 - raise ``TerminalError`` (or raise from one): logged and counted as an error, not retried until the next change.
+
+Returned by reconcilers; read by ``runtime.controller``.
 """
 
 from __future__ import annotations

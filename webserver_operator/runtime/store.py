@@ -9,6 +9,8 @@ reader ever sees a half-applied change.
 
 Objects are stored as received and handed out *without copying*: they are shared, read-only dicts. Callers must
 ``copy.deepcopy`` an object before mutating it (the same contract as client-go listers).
+
+Owned by ``runtime.informer`` (one per informer); read by reconcilers through ``runtime.group``.
 """
 
 import builtins
