@@ -42,7 +42,7 @@ CRD_NAME: Final = f"{PLURAL}.{GROUP}"
 CRD_FILE_NAME: Final = f"{GROUP}_{PLURAL}.yaml"
 """kubebuilder's file naming for generated CRDs: ``<group>_<plural>.yaml`` under ``config/crd/bases``."""
 
-DESCRIPTION: Final = (
+_DESCRIPTION: Final = (
     "WebServer runs a container image as a Deployment with the requested number of replicas and exposes it on every "
     "node through a NodePort Service. The operator creates both, repairs drift and deletion, and reports what it "
     "sees in status."
@@ -79,7 +79,7 @@ def _name_rule() -> dict[str, str]:
 
 def _openapi_schema() -> dict[str, Any]:
     return {
-        "description": DESCRIPTION,
+        "description": _DESCRIPTION,
         "type": "object",
         "properties": {
             "apiVersion": {

@@ -23,7 +23,7 @@ _BIND_RE = re.compile(r"^(?P<host>\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):(?P<port>\d
 _NAMESPACE_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 #: Seconds a watch's socket may stay silent beyond the server-side ``timeoutSeconds`` before it counts as dead.
-WATCH_READ_GRACE_SECONDS = 30.0
+_WATCH_READ_GRACE_SECONDS = 30.0
 #: An informer restarts a watch that delivered nothing (bookmarks included) for the watch timeout plus this.
 STALL_GRACE_SECONDS = 60.0
 
@@ -104,7 +104,7 @@ class WatchSettings(_Section):
     @property
     def read_timeout(self) -> float:
         """Client socket read timeout of a watch: longer than ``timeoutSeconds``, so the server ends healthy ones."""
-        return self.watch_timeout + WATCH_READ_GRACE_SECONDS
+        return self.watch_timeout + _WATCH_READ_GRACE_SECONDS
 
 
 class ControllerSettings(_Section):

@@ -73,7 +73,7 @@ _JSON = "application/json"
 _NO_STATUS = "<error>"
 
 
-def encode_query(query: Mapping[str, QueryValue] | None) -> list[tuple[str, str]]:
+def _encode_query(query: Mapping[str, QueryValue] | None) -> list[tuple[str, str]]:
     """Query parameters as strings the API server understands (``true``/``false`` for bools)."""
     pairs: list[tuple[str, str]] = []
     for key, value in (query or {}).items():
@@ -174,7 +174,7 @@ class KubeClient:
         """
         method = method.upper()
         body, content_type = options.get("body"), options.get("content_type")
-        pairs = encode_query(options.get("query"))
+        pairs = _encode_query(options.get("query"))
         if method in _WRITE_METHODS and not any(key == "fieldManager" for key, _ in pairs):
             pairs.append(("fieldManager", FIELD_MANAGER))
 
@@ -315,7 +315,7 @@ class KubeClient:
                 f"watch timeoutSeconds={timeout_seconds} must be > 0 and below the client watch read timeout "
                 f"({self._watch_read_timeout:g}s)"
             )
-        pairs = [(k, v) for k, v in encode_query(query) if k != "watch"] + [("watch", "true")]
+        pairs = [(k, v) for k, v in _encode_query(query) if k != "watch"] + [("watch", "true")]
         started = time.monotonic()
         response = await self._send(
             "GET", path, query=pairs, body=None, content_type=None, client_timeout=self._watch_timeout

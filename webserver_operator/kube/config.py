@@ -43,23 +43,20 @@ from kubernetes_asyncio.config.kube_config import ConfigNode, KubeConfigLoader, 
 from webserver_operator.kube.errors import ConfigurationError
 
 __all__ = [
-    "DEFAULT_KUBECONFIG",
     "SERVICE_CA_PATH",
-    "SERVICE_HOST_ENV",
     "SERVICE_TOKEN_PATH",
     "kubeconfig_paths",
     "load_configuration",
     "load_in_cluster_configuration",
-    "load_kubeconfig_configuration",
     "running_in_cluster",
 ]
 
 log = logging.getLogger(__name__)
 
-SERVICE_HOST_ENV = "KUBERNETES_SERVICE_HOST"
+_SERVICE_HOST_ENV = "KUBERNETES_SERVICE_HOST"
 SERVICE_TOKEN_PATH = "/var/run/secrets/kubernetes.io/serviceaccount/token"  # noqa: S105 - a path, not a secret
 SERVICE_CA_PATH = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
-DEFAULT_KUBECONFIG = "~/.kube/config"
+_DEFAULT_KUBECONFIG = "~/.kube/config"
 #: How often expiring kubeconfig credentials are reloaded (the in-cluster loader uses the same minute).
 CREDENTIAL_REFRESH_SECONDS = 60.0
 
@@ -69,7 +66,7 @@ _LIBRARY_ERRORS = (ConfigException, yaml.YAMLError, OSError, AssertionError, Key
 def running_in_cluster(*, environ: Mapping[str, str] | None = None, token_path: str | None = None) -> bool:
     """True in a pod with a ServiceAccount token mounted."""
     environ = os.environ if environ is None else environ
-    return bool(environ.get(SERVICE_HOST_ENV)) and os.path.isfile(token_path or SERVICE_TOKEN_PATH)
+    return bool(environ.get(_SERVICE_HOST_ENV)) and os.path.isfile(token_path or SERVICE_TOKEN_PATH)
 
 
 def kubeconfig_paths(kubeconfig: str | None, *, environ: Mapping[str, str] | None = None) -> list[str]:
@@ -80,7 +77,7 @@ def kubeconfig_paths(kubeconfig: str | None, *, environ: Mapping[str, str] | Non
     elif environ.get("KUBECONFIG"):
         raw = [p for p in environ["KUBECONFIG"].split(os.pathsep) if p]
     else:
-        raw = [DEFAULT_KUBECONFIG]
+        raw = [_DEFAULT_KUBECONFIG]
     return [os.path.expanduser(p) for p in raw]
 
 
@@ -95,7 +92,7 @@ async def load_configuration(
     asked_for_kubeconfig = bool(kubeconfig or context or os.environ.get("KUBECONFIG"))
     if in_cluster is None and not asked_for_kubeconfig and running_in_cluster():
         return load_in_cluster_configuration()
-    return await load_kubeconfig_configuration(kubeconfig_paths(kubeconfig), context=context)
+    return await _load_kubeconfig_configuration(kubeconfig_paths(kubeconfig), context=context)
 
 
 def load_in_cluster_configuration(
@@ -116,7 +113,7 @@ def load_in_cluster_configuration(
         loader.load_and_set(configuration)
     except _LIBRARY_ERRORS as exc:
         raise ConfigurationError(
-            f"cannot use the in-cluster configuration ({_describe(exc)}): the pod needs {SERVICE_HOST_ENV}/"
+            f"cannot use the in-cluster configuration ({_describe(exc)}): the pod needs {_SERVICE_HOST_ENV}/"
             f"KUBERNETES_SERVICE_PORT and a ServiceAccount token at {token_path} and CA at {ca_path} "
             "(automountServiceAccountToken must not be false)"
         ) from exc
@@ -124,7 +121,7 @@ def load_in_cluster_configuration(
     return configuration
 
 
-async def load_kubeconfig_configuration(paths: list[str], *, context: str | None) -> Configuration:
+async def _load_kubeconfig_configuration(paths: list[str], *, context: str | None) -> Configuration:
     """Configuration from the merged kubeconfig ``paths`` and ``context`` (its current-context when ``None``)."""
     existing = _existing_files(paths)
     shown = os.pathsep.join(paths)

@@ -227,7 +227,7 @@ _BY_STATUS: dict[int, type[ApiError]] = {
 }
 
 
-def error_class(status: int) -> type[ApiError]:
+def _error_class(status: int) -> type[ApiError]:
     if status in _BY_STATUS:
         return _BY_STATUS[status]
     return ServerError if status >= 500 else ApiError
@@ -323,7 +323,7 @@ def api_error_from_status(
     details: Mapping[str, Any] = raw_details if isinstance(raw_details, dict) else {}
     if retry_after is None and isinstance(details.get("retryAfterSeconds"), int | float):
         retry_after = float(details["retryAfterSeconds"])
-    return error_class(code)(
+    return _error_class(code)(
         status=code,
         reason=reason,
         message=message,

@@ -62,7 +62,6 @@ from webserver_operator.kube.errors import Conflict, KubeError, NotFound
 from webserver_operator.kube.resources import LEASES
 
 __all__ = [
-    "JITTER",
     "LeaderElector",
     "LeadershipLost",
     "claimed_lease",
@@ -76,8 +75,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: Waits between acquire attempts are ``retry_period * (1 + JITTER * rand())``.
-JITTER = 0.2
+#: Waits between acquire attempts are ``retry_period * (1 + _JITTER * rand())``.
+_JITTER = 0.2
 
 
 class LeadershipLost(Exception):  # noqa: N818 - reads better at the call site than LeadershipLostError
@@ -259,9 +258,9 @@ class LeaderElector:
                 f"lease_duration ({lease_duration:g}s) must be greater than renew_deadline ({renew_deadline:g}s): "
                 "a leader that cannot renew must stop before a standby may take over"
             )
-        if not renew_deadline > retry_period * (1 + JITTER):
+        if not renew_deadline > retry_period * (1 + _JITTER):
             raise ValueError(
-                f"renew_deadline ({renew_deadline:g}s) must be greater than {1 + JITTER:g} x retry_period "
+                f"renew_deadline ({renew_deadline:g}s) must be greater than {1 + _JITTER:g} x retry_period "
                 f"({retry_period:g}s): the leader needs more than one renew attempt per deadline"
             )
         if request_timeout is not None:
@@ -311,7 +310,7 @@ class LeaderElector:
         """Return once this process holds the Lease; try every ``retry_period`` (jittered) until then."""
         log.info("attempting to acquire leader lease %s/%s as %s", self._namespace, self._name, self._identity)
         while not await self._try_acquire():
-            await self._sleep(self._retry_period * (1 + JITTER * self._rand()))
+            await self._sleep(self._retry_period * (1 + _JITTER * self._rand()))
 
     async def _try_acquire(self) -> bool:
         try:

@@ -40,9 +40,9 @@ from webserver_operator.runtime.group import InformerGroup
 
 log = logging.getLogger(__name__)
 
-EXIT_OK = 0
-EXIT_LEADERSHIP_LOST = 1
-EXIT_FAILED = 2
+_EXIT_OK = 0
+_EXIT_LEADERSHIP_LOST = 1
+_EXIT_FAILED = 2
 _SA_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 
@@ -130,7 +130,7 @@ class Operator:
         api, controller = self.api, self.controller
         assert api is not None and controller is not None  # noqa: PT018 - set by _build
         if not await self._until_stopped(self._all_synced()):
-            return EXIT_OK
+            return _EXIT_OK
         hold: asyncio.Task[None] | None = None
         election = s.leader_election
         if election.leader_elect:
@@ -144,7 +144,7 @@ class Operator:
                 retry_period=election.retry_period,
             )
             if not await self._until_stopped(self.elector.acquire()):
-                return EXIT_OK
+                return _EXIT_OK
             hold = asyncio.create_task(self.elector.hold(), name="leader-election-hold")
 
         controller_task = asyncio.create_task(controller.run(), name="controller")
@@ -161,18 +161,18 @@ class Operator:
             await asyncio.gather(controller_task, return_exceptions=True)
             with contextlib.suppress(BaseException):
                 hold.result()
-            return EXIT_LEADERSHIP_LOST
+            return _EXIT_LEADERSHIP_LOST
         if controller_task in done:
             controller_task.result()
             log.error("controller stopped unexpectedly")
-            return EXIT_FAILED
+            return _EXIT_FAILED
         drained = await controller.stop(s.controller.drain_timeout)
         await asyncio.gather(controller_task, return_exceptions=True)
         if hold is not None:
             hold.cancel()
             await asyncio.gather(hold, return_exceptions=True)
         log.info("controller drained" if drained else "drain timeout reached; in-flight reconciles were cancelled")
-        return EXIT_OK
+        return _EXIT_OK
 
     async def _all_synced(self) -> None:
         assert self.cache is not None

@@ -23,7 +23,7 @@ from webserver_operator.kube.resources import EVENTS
 
 log = logging.getLogger(__name__)
 
-COMPONENT = "webserver-operator"
+_COMPONENT = "webserver-operator"
 _MAX_MESSAGE = 1024
 _MAX_REMEMBERED = 64
 
@@ -78,8 +78,8 @@ class EventRecorder:
             "reason": reason,
             "message": message[:_MAX_MESSAGE],
             "type": type_,
-            "source": {"component": COMPONENT},
-            "reportingComponent": COMPONENT,
+            "source": {"component": _COMPONENT},
+            "reportingComponent": _COMPONENT,
             "reportingInstance": self._instance,
             "firstTimestamp": now,
             "lastTimestamp": now,

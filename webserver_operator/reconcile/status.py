@@ -44,7 +44,7 @@ def compute_status(
         "readyReplicas": _count(deployment_status, "readyReplicas"),
         "selector": selector_string(ws.name),
     }
-    node_port = service_node_port(service)
+    node_port = _service_node_port(service)
     if node_port is not None:
         status["nodePort"] = node_port
     verdict = ready_verdict(ws, deployment=deployment, service=service, problem=problem)
@@ -60,7 +60,7 @@ def compute_status(
     return status
 
 
-def service_node_port(service: KubeObject | None) -> int | None:
+def _service_node_port(service: KubeObject | None) -> int | None:
     """The node port of the Service's ``http`` port, or None (no Service, or no port allocated yet)."""
     for port in ((service or {}).get("spec") or {}).get("ports") or []:
         if port.get("name") == PORT_NAME and port.get("nodePort"):

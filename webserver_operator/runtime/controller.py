@@ -32,8 +32,8 @@ from webserver_operator.runtime.workqueue import WorkQueue
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_RESYNC_PERIOD = 10 * 3600.0
-METRICS_TICK_SECONDS = 1.0
+_DEFAULT_RESYNC_PERIOD = 10 * 3600.0
+_METRICS_TICK_SECONDS = 1.0
 
 
 class Controller:
@@ -46,7 +46,7 @@ class Controller:
         queue: WorkQueue[ObjectKey],
         *,
         workers: int = 1,
-        resync_period: float = DEFAULT_RESYNC_PERIOD,
+        resync_period: float = _DEFAULT_RESYNC_PERIOD,
         primary: ObjectReader | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -217,4 +217,4 @@ class Controller:
     async def _metrics_tick(self) -> None:
         while True:
             self.queue.update_unfinished_metrics()
-            await asyncio.sleep(METRICS_TICK_SECONDS)
+            await asyncio.sleep(_METRICS_TICK_SECONDS)

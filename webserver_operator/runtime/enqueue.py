@@ -24,7 +24,7 @@ INSTANCE_LABEL = "app.kubernetes.io/instance"
 KeyMapper = Callable[[EventType, KubeObject, KubeObject | None], Iterable[ObjectKey]]
 
 
-def api_group(api_version: str) -> str:
+def _api_group(api_version: str) -> str:
     """``apps/v1`` -> ``apps``; ``v1`` (core) -> ``""``."""
     return api_version.rpartition("/")[0]
 
@@ -38,7 +38,8 @@ def owner_key(obj: KubeObject, *, owner_kind: str, owner_api_version: str) -> Ob
     namespace, _ = object_key(obj)
     ref = controller_of(obj)
     if ref is not None:
-        if ref.get("kind") != owner_kind or api_group(str(ref.get("apiVersion") or "")) != api_group(owner_api_version):
+        same_group = _api_group(str(ref.get("apiVersion") or "")) == _api_group(owner_api_version)
+        if ref.get("kind") != owner_kind or not same_group:
             return None
         name = ref.get("name")
         return (namespace, name) if isinstance(name, str) and name else None

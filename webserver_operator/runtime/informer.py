@@ -44,13 +44,13 @@ from webserver_operator.runtime.store import Store, StoreEvent
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_WATCH_TIMEOUT_SECONDS = 300
-MIN_WATCH_TIMEOUT_SECONDS = 60  # jitter never takes a watch below this (or below the configured value if smaller)
-PAGE_SIZE = 500
+_DEFAULT_WATCH_TIMEOUT_SECONDS = 300
+_MIN_WATCH_TIMEOUT_SECONDS = 60  # jitter never takes a watch below this (or below the configured value if smaller)
+_PAGE_SIZE = 500
 #: client-go's reflector backoff (800 ms doubling to 30 s); a missing CRD or permission is retried more slowly.
-RECONNECT_BACKOFF = BackoffPolicy(base=0.8, cap=30.0, jitter=0.5)
-FORBIDDEN_BACKOFF = BackoffPolicy(base=5.0, cap=60.0, jitter=0.5)
-SHORT_WATCH_SECONDS = 1.0  # an empty watch that ends sooner than this is treated as a failure (no hot loop)
+_RECONNECT_BACKOFF = BackoffPolicy(base=0.8, cap=30.0, jitter=0.5)
+_FORBIDDEN_BACKOFF = BackoffPolicy(base=5.0, cap=60.0, jitter=0.5)
+_SHORT_WATCH_SECONDS = 1.0  # an empty watch that ends sooner than this is treated as a failure (no hot loop)
 
 
 class _RestartList(Exception):  # noqa: N818 - control flow, not an error
@@ -65,7 +65,7 @@ def noop_handler(_type: EventType, _obj: KubeObject, _old: KubeObject | None) ->
     return None
 
 
-def failure_reason(exc: BaseException) -> str:
+def _failure_reason(exc: BaseException) -> str:
     """The ``reason`` label of the watch-restart metric for a failure (and the word the logs use)."""
     if isinstance(exc, Gone):
         return "expired"
@@ -93,9 +93,9 @@ class Informer:
         label_selector: str | None = None,
         name: str | None = None,
         on_event: EventHandler | None = None,
-        watch_timeout_seconds: int = DEFAULT_WATCH_TIMEOUT_SECONDS,
+        watch_timeout_seconds: int = _DEFAULT_WATCH_TIMEOUT_SECONDS,
         stall_timeout: float | None = None,
-        page_size: int = PAGE_SIZE,
+        page_size: int = _PAGE_SIZE,
         backoff: Backoff | None = None,
         forbidden_backoff: Backoff | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -114,8 +114,8 @@ class Informer:
         self.page_size = page_size
         self._clock = clock
         self._rng = rng
-        self._backoff = backoff or Backoff(RECONNECT_BACKOFF, clock=clock, rand=rng)
-        self._forbidden_backoff = forbidden_backoff or Backoff(FORBIDDEN_BACKOFF, clock=clock, rand=rng)
+        self._backoff = backoff or Backoff(_RECONNECT_BACKOFF, clock=clock, rand=rng)
+        self._forbidden_backoff = forbidden_backoff or Backoff(_FORBIDDEN_BACKOFF, clock=clock, rand=rng)
 
         self.store = Store()
         #: Set once the first full list is in the store; never cleared (like client-go's HasSynced).
@@ -241,10 +241,10 @@ class Informer:
                 )
                 continue
             except Exception as exc:  # an informer must never die: every failure is retried
-                reason = failure_reason(exc)
+                reason = _failure_reason(exc)
                 self._restart(reason)
                 if isinstance(exc, Gone):
-                    if self._clock() - started < SHORT_WATCH_SECONDS:
+                    if self._clock() - started < _SHORT_WATCH_SECONDS:
                         # Gone right away, again and again, would be a tight list/watch loop: pace it.
                         await asyncio.sleep(self._backoff.next_delay())
                     return reason
@@ -254,7 +254,7 @@ class Informer:
                 continue
             self._touch()
             self.consecutive_failures = 0
-            if received == 0 and self._clock() - started < SHORT_WATCH_SECONDS:
+            if received == 0 and self._clock() - started < _SHORT_WATCH_SECONDS:
                 self._restart("closed")
                 await asyncio.sleep(self._backoff.next_delay())  # a server that closes at once must not spin us
             else:
@@ -290,7 +290,7 @@ class Informer:
 
     def _watch_timeout(self) -> int:
         base = self.watch_timeout_seconds
-        floor = min(base, MIN_WATCH_TIMEOUT_SECONDS)
+        floor = min(base, _MIN_WATCH_TIMEOUT_SECONDS)
         return max(floor, int(base * (0.5 + 0.5 * self._rng())))
 
     def _apply(self, event: dict[str, Any]) -> None:
@@ -349,7 +349,7 @@ class Informer:
         extra = {
             "informer": self.name,
             "phase": phase,
-            "failure": failure_reason(exc),
+            "failure": _failure_reason(exc),
             "consecutive_failures": self.consecutive_failures,
         }
         if isinstance(exc, Forbidden):

@@ -29,7 +29,7 @@ from webserver_operator.core.vocabulary import (
 StoreEvent = tuple[EventType, KubeObject, KubeObject | None]
 
 
-def resource_version_of(obj: KubeObject) -> str:
+def _resource_version_of(obj: KubeObject) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
@@ -107,7 +107,7 @@ class Store:
             old = self.upsert(obj)
             if old is None:
                 changes.append(("ADDED", obj, None))
-            elif resource_version_of(old) != resource_version_of(obj) or not resource_version_of(obj):
+            elif _resource_version_of(old) != _resource_version_of(obj) or not _resource_version_of(obj):
                 changes.append(("MODIFIED", obj, old))
         self.resource_version = resource_version
         return changes

@@ -36,8 +36,8 @@ from webserver_operator.core.backoff import BackoffPolicy
 
 K = TypeVar("K", bound=Hashable)
 
-DEFAULT_BASE_BACKOFF = 0.005
-DEFAULT_MAX_BACKOFF = 300.0
+_DEFAULT_BASE_BACKOFF = 0.005
+_DEFAULT_MAX_BACKOFF = 300.0
 
 
 class WorkQueue(Generic[K]):
@@ -47,8 +47,8 @@ class WorkQueue(Generic[K]):
         self,
         *,
         name: str,
-        base_backoff: float = DEFAULT_BASE_BACKOFF,
-        max_backoff: float = DEFAULT_MAX_BACKOFF,
+        base_backoff: float = _DEFAULT_BASE_BACKOFF,
+        max_backoff: float = _DEFAULT_MAX_BACKOFF,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if base_backoff <= 0 or max_backoff < base_backoff:
