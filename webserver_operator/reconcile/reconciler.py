@@ -40,7 +40,6 @@ from webserver_operator.builders import (
     desired_deployment,
     desired_service,
 )
-from webserver_operator.core.backoff import BackoffPolicy
 from webserver_operator.core.jsondiff import Difference, compare
 from webserver_operator.core.vocabulary import (
     MERGE_PATCH,
@@ -55,15 +54,11 @@ from webserver_operator.kube.resources import DEPLOYMENTS, SERVICES, WEBSERVERS,
 from webserver_operator.reconcile.conditions import set_condition
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.owned import merge_owned_deployment, merge_owned_service, selector_mismatch
-from webserver_operator.reconcile.problems import Problem, from_api_error
+from webserver_operator.reconcile.problems import GARBAGE_COLLECTION, Problem, from_api_error
 from webserver_operator.reconcile.status import READY, compute_status, status_changed
 from webserver_operator.runtime.result import Result
 
 log = logging.getLogger(__name__)
-
-PROBLEM_REQUEUE = BackoffPolicy(base=15.0, cap=300.0)
-"""A problem is re-checked slowly (15 s doubling to 5 min): the cause may clear without any event we watch (the
-foreign object is deleted, the other Service frees its nodePort)."""
 
 
 @dataclass(frozen=True)
@@ -155,8 +150,10 @@ class WebServerReconciler:
             try:
                 live[child] = await self._sync_child(ws, obj, child)
             except Problem as problem:
-                live[child] = None
+                live[child] = problem.observed
                 first = first or problem
+                if not problem.stalled:
+                    continue
                 await self._recorder.emit(
                     obj,
                     type_="Warning",
@@ -237,7 +234,12 @@ class WebServerReconciler:
             problem = from_api_error(err, kind=child.kind, name=ws.name, verb="update")
             if problem is None:
                 raise
+            problem.observed = live  # rejected: the old child still exists and serves
             raise problem from err
+        if _resource_version(updated) == _resource_version(live):
+            # The API server stored nothing new (it normalised our values to what it had): not a repair.
+            log.debug("no-op write to %s %s/%s", child.kind, ws.namespace, ws.name)
+            return updated
         what = "adopted orphaned" if adopting else "repaired drift in"
         paths = difference.paths
         metrics.DRIFT_REPAIRS.labels(kind=child.kind).inc()
@@ -261,6 +263,14 @@ class WebServerReconciler:
         if owner is not None:
             if owner.get("uid") == ws.uid:
                 return
+            if owner.get("kind") == ws.kind and owner.get("name") == ws.name:
+                raise Problem(
+                    "WaitingForGarbageCollection",
+                    f"{child.kind} {ws.name} still belongs to a deleted WebServer of the same name (uid "
+                    f"{owner.get('uid')}); the garbage collector is removing it and the operator then creates a new one",
+                    stalled=False,
+                    recheck=GARBAGE_COLLECTION,
+                )
             detail = f"it is controlled by {owner.get('kind')}/{owner.get('name')}"
         else:
             labels = (live.get("metadata") or {}).get("labels") or {}
@@ -282,7 +292,7 @@ class WebServerReconciler:
             return Result()
         streak = self._problem_streak.get(key, 0)
         self._problem_streak[key] = streak + 1
-        return Result(requeue_after=PROBLEM_REQUEUE.delay(streak))
+        return Result(requeue_after=problem.recheck.delay(streak))
 
     async def _write_status(
         self,
@@ -293,9 +303,12 @@ class WebServerReconciler:
     ) -> None:
         """PUT the status; on 409 retry once from a fresh read.
 
-        A 409 means the WebServer changed since the cache saw it. ``recompute`` rebuilds the status for the fresh
-        object from the same verdict inputs (children, problem); without it the 409 propagates and the controller
-        retries the whole reconcile.
+        A 409 means the WebServer changed since the cache saw it. When only its metadata or status changed (same
+        generation), ``recompute`` rebuilds the status for the fresh object from the same verdict inputs (children,
+        problem). A new generation means the children were synced for a spec that is no longer current: writing
+        now would claim ``observedGeneration`` for a spec never applied, so the 409 propagates and the controller
+        reconciles again from the cache (the new generation's own event is on its way). Without ``recompute`` the
+        409 always propagates.
         """
         meta = obj["metadata"]
         path = WEBSERVERS.path(namespace=meta["namespace"], name=meta["name"], subresource="status")
@@ -309,6 +322,8 @@ class WebServerReconciler:
             fresh = await self._fresh_webserver(obj)
             if fresh is None:
                 return
+            if _generation(fresh) != _generation(obj):
+                raise
             try:
                 redo = recompute(WebServer.model_validate(fresh))
             except ValidationError:
@@ -360,3 +375,11 @@ class WebServerReconciler:
             extra={"namespace": meta.get("namespace"), "object_name": meta.get("name")},
         )
         return Result()
+
+
+def _resource_version(obj: KubeObject) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _generation(obj: KubeObject) -> int:
+    return int((obj.get("metadata") or {}).get("generation") or 0)
