@@ -267,7 +267,7 @@ class WebServerReconciler:
                 raise Problem(
                     "WaitingForGarbageCollection",
                     f"{child.kind} {ws.name} still belongs to a deleted WebServer of the same name (uid "
-                    f"{owner.get('uid')}); the garbage collector is removing it and the operator then creates a new one",
+                    f"{owner.get('uid')}); the garbage collector is removing it, then the operator creates a new one",
                     stalled=False,
                     recheck=GARBAGE_COLLECTION,
                 )

@@ -307,7 +307,7 @@ async def test_status_409_with_a_newer_generation_never_claims_the_unapplied_spe
         def get(self, key: ObjectKey, /) -> KubeObject | None:
             return stale_status
 
-    rec._caches = Caches(webservers=Cached(api, ""), deployments=rec._caches.deployments, services=rec._caches.services)  # noqa: SLF001
+    rec._caches = Caches(webservers=Cached(api, ""), deployments=rec._caches.deployments, services=rec._caches.services)
     with pytest.raises(Conflict):
         await rec.reconcile(KEY)  # back to the queue: the new generation's own event reconciles it properly
     ws = api.get(WS_PATH)
