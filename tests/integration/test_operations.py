@@ -175,6 +175,34 @@ def test_stalled_watch_is_restarted_by_the_watchdog(cluster: Cluster, crd: str, 
         proxy.close()
 
 
+def test_liveness_holds_while_the_api_server_is_unreachable(
+    cluster: Cluster, crd: str, namespace: str, tmp_path: Path
+) -> None:
+    """An outage longer than twice the stall timeout: the watches are silent, yet /healthz stays 200 (no restarts)."""
+    admin = yaml.safe_load(cluster.kubeconfig.read_text())
+    server = admin["clusters"][0]["cluster"]["server"]
+    host, port = server.removeprefix("https://").rsplit(":", 1)
+    proxy = FreezableProxy(host, int(port))
+    admin["clusters"][0]["cluster"]["server"] = f"https://{host}:{proxy.port}"
+    kubeconfig = tmp_path / "proxied.kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(admin))
+    op = OperatorProcess(
+        kubeconfig=kubeconfig,
+        args=[f"--namespaces={namespace}", "--watch-timeout=60", "--watch-stall-timeout=2", "--read-timeout=2"],
+    )
+    try:
+        op.wait_started()
+        proxy.close()  # the API server is gone for this operator: connections are refused from now on
+        deadline = time.monotonic() + 8.0  # 4 x the stall timeout, twice what liveness used to allow
+        while time.monotonic() < deadline:
+            status, text = op.probe("/healthz")
+            assert status == 200, text
+            time.sleep(0.5)
+    finally:
+        op.stop()
+        proxy.close()
+
+
 def _leader(ops: dict[str, OperatorProcess]) -> list[str]:
     leaders = []
     for name, op in ops.items():

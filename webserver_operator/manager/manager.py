@@ -22,7 +22,7 @@ import os
 import signal
 import socket
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import Any
 
 from webserver_operator import __version__
@@ -31,12 +31,11 @@ from webserver_operator.kube.client import KubeClient
 from webserver_operator.kube.config import load_configuration
 from webserver_operator.manager.endpoints import ProbeServer
 from webserver_operator.manager.leader import LeaderElector
-from webserver_operator.manager.probes import Heartbeat, Probes
+from webserver_operator.manager.probes import Heartbeat, Probes, cache_synced, watches_running
 from webserver_operator.manager.settings import Settings
 from webserver_operator.reconcile.setup import setup_webserver_controller
 from webserver_operator.runtime.cache import InformerCache
 from webserver_operator.runtime.controller import Controller
-from webserver_operator.runtime.group import InformerGroup
 
 log = logging.getLogger(__name__)
 
@@ -121,8 +120,8 @@ class Operator:
         self.cache = cache = InformerCache(api, s.watch)
         self.controller = setup_webserver_controller(cache, api=api.without_retries(), settings=s.controller)
         for name, group in cache.groups.items():
-            probes.liveness[f"watch-{name}"] = _watch_check(group)
-            probes.readiness[f"cache-{name}"] = _synced_check(group, name)
+            probes.liveness[f"watch-{name}"] = watches_running(group)
+            probes.readiness[f"cache-{name}"] = cache_synced(group, name)
         self._tasks.append(asyncio.create_task(cache.run(), name="informers"))
 
     async def _sync_elect_and_run(self) -> int:
@@ -204,34 +203,6 @@ class Operator:
         if self.probe_server is not None:
             self.probe_server.stop()
         log.info("stopped")
-
-
-def _watch_check(group: InformerGroup) -> Callable[[], tuple[bool, str]]:
-    """Liveness of a group's watches: fails when a watch task died or made no progress for twice its stall timeout.
-
-    The informer's watchdog restarts a silent watch after one stall timeout, so silence beyond two means the
-    restarts themselves stopped.
-    """
-
-    def check() -> tuple[bool, str]:
-        if not group.alive:
-            return False, "a watch task has died"
-        for informer in group.informers:
-            silent, limit = informer.seconds_since_activity(), 2.0 * informer.stall_timeout
-            if silent > limit:
-                return False, f"{informer.name}: no watch progress for {silent:.0f}s (limit {limit:.0f}s)"
-        return True, "watching"
-
-    return check
-
-
-def _synced_check(group: InformerGroup, name: str) -> Callable[[], tuple[bool, str]]:
-    def check() -> tuple[bool, str]:
-        if group.has_synced:
-            return True, f"{name} cache synced"
-        return False, f"{name} cache not synced yet (is the CRD installed and the operator allowed to list {name}?)"
-
-    return check
 
 
 async def run_operator(settings: Settings, *, install_signal_handlers: bool = True) -> int:
