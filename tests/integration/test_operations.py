@@ -7,6 +7,7 @@ leader is replaced within lease duration + 2 retry periods, a leader that exits 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import threading
@@ -201,6 +202,29 @@ def test_liveness_holds_while_the_api_server_is_unreachable(
     finally:
         op.stop()
         proxy.close()
+
+
+def test_forty_watched_namespaces_do_not_starve_requests_or_the_lease(
+    cluster: Cluster, crd: str, namespace: str
+) -> None:
+    """120 watches (3 per namespace) must not take every pooled connection from lists, writes and the Lease."""
+    with contextlib.ExitStack() as stack:
+        others = [stack.enter_context(cluster.temporary_namespace(f"t-pool-{i}")) for i in range(39)]
+        op = OperatorProcess(
+            kubeconfig=cluster.kubeconfig,
+            args=[
+                f"--namespaces={','.join([namespace, *others])}",
+                "--leader-elect",
+                f"--leader-election-namespace={namespace}",
+            ],
+        )
+        try:
+            op.wait_started(timeout=60)
+            cluster.apply(webserver("web", replicas=1), namespace=namespace)
+            wait_ready(cluster, namespace, "web", timeout=60)
+            assert op.proc.poll() is None, f"the operator exited (it does when it cannot renew its Lease):\n{op.tail()}"
+        finally:
+            op.stop()
 
 
 def _leader(ops: dict[str, OperatorProcess]) -> list[str]:

@@ -67,6 +67,8 @@ FIELD_MANAGER = "webserver-operator"
 """``fieldManager`` of every write, so ``managedFields`` shows which fields the operator set."""
 _WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _DEFAULT_WATCH_READ_TIMEOUT = WatchSettings().read_timeout
+#: kubernetes_asyncio's own default (``Configuration.connection_pool_maxsize``).
+DEFAULT_POOL_SIZE = 100
 
 _JSON = "application/json"
 # Status code label of attempts that got no HTTP answer, as client-go.
@@ -108,11 +110,18 @@ class KubeClient:
         )
         server = str(api.configuration.host)
         self._host = urlsplit(server).netloc or server
+        # ``connect`` bounds the wait for a pooled connection plus connecting; ``sock_read`` the silence mid-answer.
         self._request_timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=settings.connect_timeout, sock_read=settings.read_timeout
+            total=None,
+            connect=settings.connect_timeout,
+            sock_connect=settings.connect_timeout,
+            sock_read=settings.read_timeout,
         )
         self._watch_timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=settings.connect_timeout, sock_read=self._watch_read_timeout
+            total=None,
+            connect=settings.connect_timeout,
+            sock_connect=settings.connect_timeout,
+            sock_read=self._watch_read_timeout,
         )
 
     @classmethod
@@ -123,16 +132,25 @@ class KubeClient:
         settings: ClientSettings,
         watch_read_timeout: float = _DEFAULT_WATCH_READ_TIMEOUT,
         retry: RetryPolicy | None = None,
+        pool_size: int = DEFAULT_POOL_SIZE,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rand: Callable[[], float] = random.random,
     ) -> Self:
         """Create the client in the running loop (its aiohttp session binds to it).
 
-        ``watch_read_timeout`` is ``WatchSettings.read_timeout`` (longer than any watch's ``timeoutSeconds``);
-        ``sleep``/``rand`` are test hooks.
+        ``watch_read_timeout`` is ``WatchSettings.read_timeout`` (longer than any watch's ``timeoutSeconds``).
+        ``pool_size`` caps the client's open connections (0: no cap). Each client has its own connection pool, so the
+        manager gives the informers, whose watches hold a connection each for minutes, a client of their own, and
+        the Lease another: watches can then never starve a write or a renewal of a free connection. All clients share
+        ``configuration`` and so its credentials and their refresh. ``sleep``/``rand`` are test hooks.
         """
         asyncio.get_running_loop()
-        api = ApiClient(configuration=configuration)
+        previous = configuration.connection_pool_maxsize
+        configuration.connection_pool_maxsize = pool_size  # read once, when the pool is built
+        try:
+            api = ApiClient(configuration=configuration)
+        finally:
+            configuration.connection_pool_maxsize = previous
         api.user_agent = USER_AGENT
         return cls(api, settings=settings, watch_read_timeout=watch_read_timeout, retry=retry, sleep=sleep, rand=rand)
 

@@ -39,6 +39,9 @@ from webserver_operator.runtime.controller import Controller
 
 log = logging.getLogger(__name__)
 
+#: The elector sends one request at a time; a second connection covers a release racing a renewal.
+_LEASE_POOL_SIZE = 2
+
 _EXIT_OK = 0
 _EXIT_LEADERSHIP_LOST = 1
 _EXIT_FAILED = 2
@@ -67,6 +70,8 @@ class Operator:
         self.stop_requested = asyncio.Event()
         self.probe_server: ProbeServer | None = None
         self.api: KubeClient | None = None
+        self.lease_api: KubeClient | None = None
+        self._clients: list[KubeClient] = []
         self.cache: InformerCache | None = None
         self.controller: Controller | None = None
         self.elector: LeaderElector | None = None
@@ -109,15 +114,22 @@ class Operator:
         """Client, informer cache and controller (declared by ``reconcile.setup``); informers start on every replica."""
         s = self.settings
         configuration = await load_configuration(kubeconfig=s.client.kubeconfig, context=s.client.context)
-        self.api = api = await KubeClient.create(
-            configuration, settings=s.client, watch_read_timeout=s.watch.read_timeout
+        # Three connection pools: requests (reconcile writes, Events), watches (each holds a connection for minutes;
+        # uncapped) and the Lease (never queued behind anything). See KubeClient.create.
+        self.api = api = await KubeClient.create(configuration, settings=s.client)
+        self._clients.append(api)
+        watch_api = await KubeClient.create(
+            configuration, settings=s.client, watch_read_timeout=s.watch.read_timeout, pool_size=0
         )
+        self._clients.append(watch_api)
+        self.lease_api = await KubeClient.create(configuration, settings=s.client, pool_size=_LEASE_POOL_SIZE)
+        self._clients.append(self.lease_api)
         log.info(
             "connected to %s; watching %s",
             api.host,
             ", ".join(s.watch.namespaces) if s.watch.namespaces else "all namespaces",
         )
-        self.cache = cache = InformerCache(api, s.watch)
+        self.cache = cache = InformerCache(watch_api, s.watch)
         self.controller = setup_webserver_controller(cache, api=api.without_retries(), settings=s.controller)
         for name, group in cache.groups.items():
             probes.liveness[f"watch-{name}"] = watches_running(group)
@@ -133,8 +145,9 @@ class Operator:
         hold: asyncio.Task[None] | None = None
         election = s.leader_election
         if election.leader_elect:
+            assert self.lease_api is not None
             self.elector = LeaderElector(
-                api,
+                self.lease_api,
                 lease_name=election.leader_election_id,
                 lease_namespace=election.leader_election_namespace or _pod_namespace() or "default",
                 identity=_identity(),
@@ -198,8 +211,8 @@ class Operator:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self.api is not None:
-            await self.api.close()
+        for client in self._clients:
+            await client.close()
         if self.probe_server is not None:
             self.probe_server.stop()
         log.info("stopped")

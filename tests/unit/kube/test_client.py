@@ -465,3 +465,24 @@ async def test_watch_requires_a_server_timeout(kube: tuple[KubeClient, FakeApiSe
         async with client.watch("/api/v1/services", query={"timeoutSeconds": 600}):
             pass
     assert fake.seen == []
+
+
+async def test_waiting_for_a_pooled_connection_is_bounded(server: tuple[FakeApiServer, str]) -> None:
+    """With every connection held by a watch, a request fails after the connect timeout instead of queueing forever."""
+    fake, url = server
+
+    async def hang() -> None:
+        await asyncio.wait_for(fake.release.wait(), timeout=10)
+
+    fake.then(stream(json.dumps(event("ADDED", "a", "2")).encode() + b"\n", then=hang))
+    settings = ClientSettings(connect_timeout=0.5, read_timeout=5.0)
+    client = await KubeClient.create(
+        configuration_for(url), settings=settings, retry=RetryPolicy(max_retries=0), pool_size=1
+    )
+    async with client, client.watch("/api/v1/services", query=WATCH_QUERY) as events:
+        assert (await anext(events))["type"] == "ADDED"
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(TransportError, match="timed out"):
+            await client.request("GET", SERVICES.path(namespace="d"))
+        assert loop.time() - started < 3
