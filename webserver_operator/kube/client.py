@@ -53,7 +53,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from webserver_operator import __version__, metrics
 from webserver_operator.core.settings import ClientSettings, WatchSettings
 from webserver_operator.core.vocabulary import QueryValue, RequestOptions
-from webserver_operator.kube.errors import KubeError, TransportError, api_error_from_response
+from webserver_operator.kube.errors import KubeError, TransportError, WritesStopped, api_error_from_response
 from webserver_operator.kube.ratelimit import TokenBucket
 from webserver_operator.kube.retry import RetryPolicy, call_with_retries
 from webserver_operator.kube.stream import WatchStream
@@ -66,6 +66,7 @@ USER_AGENT = f"webserver-operator/{__version__}"
 FIELD_MANAGER = "webserver-operator"
 """``fieldManager`` of every write, so ``managedFields`` shows which fields the operator set."""
 _WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_GATED_METHODS = _WRITE_METHODS | {"DELETE"}
 _DEFAULT_WATCH_READ_TIMEOUT = WatchSettings().read_timeout
 #: kubernetes_asyncio's own default (``Configuration.connection_pool_maxsize``).
 DEFAULT_POOL_SIZE = 100
@@ -105,6 +106,7 @@ class KubeClient:
         self._sleep = sleep
         self._rand = rand
         self._policy = retry or RetryPolicy()
+        self._may_write: Callable[[], str | None] | None = None
         self._limiter = (
             TokenBucket(qps=settings.qps, burst=settings.burst, sleep=sleep) if settings.qps is not None else None
         )
@@ -154,6 +156,16 @@ class KubeClient:
         api.user_agent = USER_AGENT
         return cls(api, settings=settings, watch_read_timeout=watch_read_timeout, retry=retry, sleep=sleep, rand=rand)
 
+    def gated(self, may_write: Callable[[], str | None]) -> KubeClient:
+        """A view whose writes (POST, PUT, PATCH, DELETE) are refused while ``may_write()`` names a reason.
+
+        The manager gates the reconcile path on leadership: once the Lease is lost no write leaves the process, even
+        from a reconcile that is still running (``WritesStopped``). Reads are never gated.
+        """
+        view = copy.copy(self)
+        view._may_write = may_write
+        return view
+
     def without_retries(self) -> KubeClient:
         """A view sharing this client's connection pool and rate limit whose requests are tried once.
 
@@ -191,6 +203,8 @@ class KubeClient:
         JSON-serialisable value; ``content_type`` defaults to JSON.
         """
         method = method.upper()
+        if self._may_write is not None and method in _GATED_METHODS and (why := self._may_write()) is not None:
+            raise WritesStopped(method=method, path=path, why=why)
         body, content_type = options.get("body"), options.get("content_type")
         pairs = _encode_query(options.get("query"))
         if method in _WRITE_METHODS and not any(key == "fieldManager" for key, _ in pairs):

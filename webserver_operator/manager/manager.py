@@ -130,11 +130,18 @@ class Operator:
             ", ".join(s.watch.namespaces) if s.watch.namespaces else "all namespaces",
         )
         self.cache = cache = InformerCache(watch_api, s.watch)
-        self.controller = setup_webserver_controller(cache, api=api.without_retries(), settings=s.controller)
+        writer = api.without_retries().gated(self._why_no_writes)
+        self.controller = setup_webserver_controller(cache, api=writer, settings=s.controller)
         for name, group in cache.groups.items():
             probes.liveness[f"watch-{name}"] = watches_running(group)
             probes.readiness[f"cache-{name}"] = cache_synced(group, name)
         self._tasks.append(asyncio.create_task(cache.run(), name="informers"))
+
+    def _why_no_writes(self) -> str | None:
+        """None while this replica may write; otherwise why not (read on every reconcile write)."""
+        if self.elector is not None and not self.elector.is_leader:
+            return "this replica is not the leader (its Lease was lost or released); the leader writes"
+        return None
 
     async def _sync_elect_and_run(self) -> int:
         s = self.settings
@@ -159,32 +166,9 @@ class Operator:
                 return _EXIT_OK
             hold = asyncio.create_task(self.elector.hold(), name="leader-election-hold")
 
-        controller_task = asyncio.create_task(controller.run(), name="controller")
-        stop_task = asyncio.create_task(self.stop_requested.wait(), name="stop-requested")
-        watched: set[asyncio.Task[Any]] = {controller_task, stop_task}
-        if hold is not None:
-            watched.add(hold)
-        done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
-        stop_task.cancel()
-        if hold is not None and hold in done:
-            # Deposed: no write may leave this process any more. Cancel in-flight reconciles immediately.
-            log.error("leader election lost: stopping at once so that only the new leader writes")
-            await controller.stop(0.0)
-            await asyncio.gather(controller_task, return_exceptions=True)
-            with contextlib.suppress(BaseException):
-                hold.result()
-            return _EXIT_LEADERSHIP_LOST
-        if controller_task in done:
-            controller_task.result()
-            log.error("controller stopped unexpectedly")
-            return _EXIT_FAILED
-        drained = await controller.stop(s.controller.drain_timeout)
-        await asyncio.gather(controller_task, return_exceptions=True)
-        if hold is not None:
-            hold.cancel()
-            await asyncio.gather(hold, return_exceptions=True)
-        log.info("controller drained" if drained else "drain timeout reached; in-flight reconciles were cancelled")
-        return _EXIT_OK
+        return await lead(
+            controller, hold=hold, stop_requested=self.stop_requested, drain_timeout=s.controller.drain_timeout
+        )
 
     async def _all_synced(self) -> None:
         assert self.cache is not None
@@ -216,6 +200,58 @@ class Operator:
         if self.probe_server is not None:
             self.probe_server.stop()
         log.info("stopped")
+
+
+async def lead(
+    controller: Controller,
+    *,
+    hold: asyncio.Task[None] | None,
+    stop_requested: asyncio.Event,
+    drain_timeout: float,
+) -> int:
+    """Run ``controller`` while leading (``hold`` renews the Lease) until a stop is requested; return the exit code.
+
+    ``hold`` is watched the whole time, the shutdown drain included: if the Lease is lost (renewal failed for the renew
+    deadline, or someone else holds it) in-flight reconciles are cancelled at once, whatever the drain timeout, so a
+    deposed leader never writes after a standby may have taken over.
+    """
+    controller_task = asyncio.create_task(controller.run(), name="controller")
+    stop_task = asyncio.create_task(stop_requested.wait(), name="stop-requested")
+    watched: set[asyncio.Task[Any]] = {controller_task, stop_task}
+    if hold is not None:
+        watched.add(hold)
+    done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+    stop_task.cancel()
+    if hold is not None and hold in done:
+        return await _deposed(controller, controller_task, hold)
+    if controller_task in done:
+        controller_task.result()
+        log.error("controller stopped unexpectedly")
+        return _EXIT_FAILED
+    drain = asyncio.create_task(controller.stop(drain_timeout), name="drain")
+    if hold is not None:
+        await asyncio.wait({drain, hold}, return_when=asyncio.FIRST_COMPLETED)
+        if hold.done() and not drain.done():
+            code = await _deposed(controller, controller_task, hold)
+            await asyncio.gather(drain, return_exceptions=True)
+            return code
+    drained = await drain
+    await asyncio.gather(controller_task, return_exceptions=True)
+    if hold is not None:
+        hold.cancel()
+        await asyncio.gather(hold, return_exceptions=True)
+    log.info("controller drained" if drained else "drain timeout reached; in-flight reconciles were cancelled")
+    return _EXIT_OK
+
+
+async def _deposed(controller: Controller, controller_task: asyncio.Task[None], hold: asyncio.Task[None]) -> int:
+    """Deposed: no write may leave this process any more. Cancel in-flight reconciles immediately."""
+    log.error("leader election lost: stopping at once so that only the new leader writes")
+    await controller.stop(0.0)
+    await asyncio.gather(controller_task, return_exceptions=True)
+    with contextlib.suppress(BaseException):
+        hold.result()
+    return _EXIT_LEADERSHIP_LOST
 
 
 async def run_operator(settings: Settings, *, install_signal_handlers: bool = True) -> int:

@@ -74,6 +74,11 @@ class Controller:
 
     # -- event -> key ---------------------------------------------------------------------------------------------
 
+    @property
+    def running(self) -> bool:
+        """True from the start of ``run`` until it returns; keys are only taken while running."""
+        return self._running
+
     def enqueue(self, key: ObjectKey) -> None:
         """Ask for ``key`` to be reconciled; ignored until the controller runs (``run`` enqueues everything)."""
         if self._running:
@@ -108,6 +113,7 @@ class Controller:
         try:
             await asyncio.wait(self._worker_tasks)
         finally:
+            self._running = False
             self.queue.shutdown()
             tasks = [*self._worker_tasks, *self._background]
             for task in tasks:

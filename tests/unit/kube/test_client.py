@@ -26,7 +26,15 @@ from webserver_operator import metrics
 from webserver_operator.core.settings import ClientSettings
 from webserver_operator.core.vocabulary import MERGE_PATCH, QueryValue
 from webserver_operator.kube.client import FIELD_MANAGER, USER_AGENT, KubeClient
-from webserver_operator.kube.errors import Conflict, Forbidden, Gone, NotFound, ServerError, TransportError
+from webserver_operator.kube.errors import (
+    Conflict,
+    Forbidden,
+    Gone,
+    NotFound,
+    ServerError,
+    TransportError,
+    WritesStopped,
+)
 from webserver_operator.kube.resources import DEPLOYMENTS, SERVICES
 from webserver_operator.kube.retry import RetryPolicy
 
@@ -486,3 +494,16 @@ async def test_waiting_for_a_pooled_connection_is_bounded(server: tuple[FakeApiS
         with pytest.raises(TransportError, match="timed out"):
             await client.request("GET", SERVICES.path(namespace="d"))
         assert loop.time() - started < 3
+
+
+async def test_a_gated_view_refuses_writes_but_not_reads(kube: tuple[KubeClient, FakeApiServer, Sleeps]) -> None:
+    client, fake, _ = kube
+    leading = [True]
+    gated = client.gated(lambda: None if leading[0] else "the Lease was lost")
+    fake.then(answer(200, {}), answer(200, {"ok": 1}))
+    await gated.request("PATCH", DEPLOYMENTS.path(namespace="d", name="web"), body={}, content_type=MERGE_PATCH)
+    leading[0] = False
+    with pytest.raises(WritesStopped, match="the Lease was lost"):
+        await gated.request("PUT", SERVICES.path(namespace="d", name="s"), body={})
+    assert await gated.request("GET", SERVICES.path(namespace="d", name="s")) == {"ok": 1}
+    assert [call.method for call in fake.seen] == ["PATCH", "GET"], "the refused write never left the process"
