@@ -65,6 +65,26 @@ def noop_handler(_type: EventType, _obj: KubeObject, _old: KubeObject | None) ->
     return None
 
 
+#: Annotation kubectl writes with a full copy of the object as last applied: never read by a controller.
+_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def strip_unread_fields(obj: KubeObject) -> KubeObject:
+    """Drop what no reconciler reads before an object is cached (controller-runtime's default transform).
+
+    ``managedFields`` and kubectl's last-applied copy are often most of an object's size. Writes are computed
+    between the cached object and a copy of it, so a field absent from both never appears in a patch; status writes
+    go to the status subresource, which ignores metadata.
+    """
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict) and _LAST_APPLIED in annotations:
+            del annotations[_LAST_APPLIED]
+    return obj
+
+
 def _failure_reason(exc: BaseException) -> str:
     """The ``reason`` label of the watch-restart metric for a failure (and the word the logs use)."""
     if isinstance(exc, Gone):
@@ -220,7 +240,7 @@ class Informer:
         """List items lack kind/apiVersion (watch objects carry them); fill them in so both look the same."""
         obj.setdefault("apiVersion", self.resource.api_version)
         obj.setdefault("kind", self.resource.kind)
-        return obj
+        return strip_unread_fields(obj)
 
     # -- watch --------------------------------------------------------------------------------------------------------
 
@@ -316,6 +336,7 @@ class Informer:
             logger.warning("informer %s: ignoring watch event of unknown type %r", self.name, event_type)
             return
         change: StoreEvent
+        strip_unread_fields(obj)
         if event_type == "DELETED":
             old = self.store.delete(object_key(obj))
             change = ("DELETED", obj, old)
