@@ -51,11 +51,10 @@ from webserver_operator.core.vocabulary import (
 )
 from webserver_operator.kube.errors import ApiError, Conflict, NotFound, TransportError
 from webserver_operator.kube.resources import DEPLOYMENTS, SERVICES, WEBSERVERS, Resource
-from webserver_operator.reconcile.conditions import set_condition
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.owned import merge_owned_deployment, merge_owned_service, selector_mismatch
 from webserver_operator.reconcile.problems import GARBAGE_COLLECTION, Problem, from_api_error
-from webserver_operator.reconcile.status import READY, compute_status, status_changed
+from webserver_operator.reconcile.status import READY, compute_status, status_changed, with_kstatus_conditions
 from webserver_operator.runtime.result import Result
 
 log = logging.getLogger(__name__)
@@ -355,13 +354,11 @@ class WebServerReconciler:
         old_status = obj.get("status") or {}
         status = dict(old_status)
         status["observedGeneration"] = generation
-        status["conditions"] = set_condition(
+        status["conditions"] = with_kstatus_conditions(
             list(old_status.get("conditions") or []),
-            type=READY,
-            status="False",
-            reason="InvalidSpec",
-            message=message,
-            observed_generation=generation,
+            {"type": READY, "status": "False", "reason": "InvalidSpec", "message": message},
+            stalled=True,
+            generation=generation,
             now=self._clock(),
         )
         if status_changed(old_status or None, status):

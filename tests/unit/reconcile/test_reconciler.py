@@ -76,7 +76,7 @@ def reconciler(api: FakeApi, *, stale: bool = False) -> WebServerReconciler:
 def ready(api: FakeApi) -> dict[str, Any]:
     ws = api.get(WS_PATH)
     assert ws is not None
-    (condition,) = ws["status"]["conditions"]
+    (condition,) = [c for c in ws["status"]["conditions"] if c["type"] == "Ready"]
     assert isinstance(condition, dict)
     return condition
 
