@@ -201,6 +201,7 @@ class Controller:
         self._m_errors.inc()
         metrics.RECONCILE_TOTAL.labels(controller=self.name, result="error").inc()
         if is_terminal(exc):
+            metrics.TERMINAL_RECONCILE_ERRORS.labels(controller=self.name).inc()
             self.queue.forget(key)
             logger.error(
                 "reconcile %s/%s failed terminally (not retried until the object changes): %s",

@@ -124,6 +124,10 @@ async def test_terminal_error_is_counted_but_not_retried(caplog: pytest.LogCaptu
     assert queue.pending_delayed() == {}
     assert queue.num_requeues(A) == 0
     assert errors("ctl-terminal") == 1
+    terminal = metrics.REGISTRY.get_sample_value(
+        "controller_runtime_terminal_reconcile_errors_total", {"controller": "ctl-terminal"}
+    )
+    assert terminal == 1
     assert "spec.image is empty" in caplog.text
     record = next(r for r in caplog.records if "terminally" in r.getMessage())
     assert [record.__dict__[f] for f in ("namespace", "object_name", "controller")] == ["ns", "a", "ctl-terminal"]
@@ -299,6 +303,8 @@ async def test_keys_offered_before_the_controller_runs_are_dropped_and_the_start
     controller = Controller("ctl-standby", rec, queue, primary=primary)
     controller.enqueue(A)
     assert len(queue) == 0
-    assert metrics.REGISTRY.get_sample_value("workqueue_depth", {"name": "ctl-standby"}) == 0
+    assert (
+        metrics.REGISTRY.get_sample_value("workqueue_depth", {"controller": "ctl-standby", "name": "ctl-standby"}) == 0
+    )
     async with running(controller):
         await eventually(lambda: rec.attempts[A] == 1 and rec.attempts[B] == 1)
