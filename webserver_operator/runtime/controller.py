@@ -33,6 +33,7 @@ from collections.abc import Callable
 from webserver_operator import metrics
 from webserver_operator.core.vocabulary import ObjectKey, ObjectReader, object_key
 from webserver_operator.kube.errors import Conflict
+from webserver_operator.runtime import logcontext
 from webserver_operator.runtime.result import Reconciler, is_terminal
 from webserver_operator.runtime.workqueue import WorkQueue
 
@@ -162,6 +163,10 @@ class Controller:
                 self.queue.done(key)
 
     async def _process(self, key: ObjectKey) -> None:
+        with logcontext.reconciling(controller=self.name, namespace=key[0], name=key[1]):
+            await self._process_in_context(key)
+
+    async def _process_in_context(self, key: ObjectKey) -> None:
         started = self._clock()
         try:
             result = await self.reconciler.reconcile(key)
