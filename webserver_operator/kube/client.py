@@ -48,12 +48,12 @@ from typing import Any, Self, Unpack
 from urllib.parse import urlsplit
 
 import aiohttp
-from kubernetes_asyncio.client import ApiClient, Configuration
 
 from webserver_operator import __version__, metrics
 from webserver_operator.core.settings import ClientSettings, WatchSettings
 from webserver_operator.core.vocabulary import QueryValue, RequestOptions
 from webserver_operator.kube.errors import KubeError, TransportError, WritesStopped, api_error_from_response
+from webserver_operator.kube.library import ApiClient, Configuration
 from webserver_operator.kube.ratelimit import TokenBucket
 from webserver_operator.kube.retry import RetryPolicy, call_with_retries
 from webserver_operator.kube.stream import WatchStream

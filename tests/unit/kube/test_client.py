@@ -307,12 +307,13 @@ async def test_client_side_rate_limit(server: tuple[FakeApiServer, str]) -> None
     fake, url = server
     fake.then(*[answer(200, {}) for _ in range(3)])
     sleeps = Sleeps()
-    settings = ClientSettings(qps=10.0, burst=2)
+    # 1 qps: the third request waits even on a machine slow enough to take a tenth of a second per request.
+    settings = ClientSettings(qps=1.0, burst=2)
     async with await KubeClient.create(configuration_for(url), settings=settings, sleep=sleeps) as client:
         for _ in range(3):
             await client.request("GET", "/api/v1/namespaces")
     assert len(sleeps.delays) == 1
-    assert 0 < sleeps.delays[0] <= 0.1
+    assert 0 < sleeps.delays[0] <= 1.0
 
 
 async def test_failures_are_logged_without_secrets(
