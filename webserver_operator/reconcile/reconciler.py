@@ -22,6 +22,7 @@ no-retry client view, so failures go back to the work queue's per-key backoff.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 from collections.abc import Callable
@@ -142,35 +143,47 @@ class WebServerReconciler:
     async def _sync_children(
         self, ws: WebServer, obj: KubeObject
     ) -> tuple[dict[_Child, KubeObject | None], Problem | None]:
-        """Sync every child; returns what each looks like now and the first problem met (others are still synced)."""
+        """Sync every child, concurrently (they are independent: one round trip instead of two on a create).
+
+        Returns what each looks like now and the first problem met, in child order; other children are still synced.
+        A retriable API error is reported once and raised (the first one, in child order) after all have run.
+        """
+        children = (self._deployment, self._service)
+        outcomes = await asyncio.gather(
+            *(self._sync_child(ws, obj, child) for child in children), return_exceptions=True
+        )
         live: dict[_Child, KubeObject | None] = {}
         first: Problem | None = None
-        for child in (self._deployment, self._service):
-            try:
-                live[child] = await self._sync_child(ws, obj, child)
-            except Problem as problem:
-                live[child] = problem.observed
-                first = first or problem
-                if not problem.stalled:
-                    continue
-                await self._recorder.emit(
-                    obj,
-                    type_="Warning",
-                    reason=problem.event_reason,
-                    message=problem.message,
-                    once_key=f"{problem.reason}/{ws.generation}/{problem.message}",
-                )
-            except (ApiError, TransportError) as err:
+        failure: BaseException | None = None
+        for child, outcome in zip(children, outcomes, strict=True):
+            if isinstance(outcome, Problem):
+                live[child] = outcome.observed
+                first = first or outcome
+                if outcome.stalled:
+                    await self._recorder.emit(
+                        obj,
+                        type_="Warning",
+                        reason=outcome.event_reason,
+                        message=outcome.message,
+                        once_key=f"{outcome.reason}/{ws.generation}/{outcome.message}",
+                    )
+            elif isinstance(outcome, ApiError | TransportError):
                 # Retried with backoff by the controller; tell the user once per distinct error, not per retry.
-                if not isinstance(err, Conflict | NotFound):
+                if not isinstance(outcome, Conflict | NotFound):
                     await self._recorder.emit(
                         obj,
                         type_="Warning",
                         reason="ReconcileError",
-                        message=f"{child.kind} {ws.name}: {err} (retrying with backoff)",
-                        once_key=f"error/{ws.generation}/{type(err).__name__}/{getattr(err, 'status', '')}",
+                        message=f"{child.kind} {ws.name}: {outcome} (retrying with backoff)",
+                        once_key=f"error/{ws.generation}/{type(outcome).__name__}/{getattr(outcome, 'status', '')}",
                     )
-                raise
+                failure = failure or outcome
+            elif isinstance(outcome, BaseException):
+                failure = failure or outcome
+            else:
+                live[child] = outcome
+        if failure is not None:
+            raise failure
         return live, first
 
     async def _sync_child(self, ws: WebServer, ws_obj: KubeObject, child: _Child) -> KubeObject:
