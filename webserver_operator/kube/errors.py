@@ -26,7 +26,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from webserver_operator.kube.resources import parse_path, rbac_verb
+from webserver_operator.kube.paths import parse_path, rbac_verb
 
 __all__ = [
     "ApiError",

@@ -57,9 +57,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from webserver_operator import metrics
+from webserver_operator.core.resources import LEASES
 from webserver_operator.core.vocabulary import ApiRequests
 from webserver_operator.kube.errors import Conflict, KubeError, NotFound
-from webserver_operator.kube.resources import LEASES
 
 __all__ = [
     "LeaderElector",

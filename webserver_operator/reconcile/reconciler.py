@@ -33,7 +33,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from webserver_operator import metrics
-from webserver_operator.api.models import WebServer
+from webserver_operator.api.models import WEBSERVERS, WebServer
 from webserver_operator.builders import (
     INSTANCE_LABEL,
     MANAGED_BY_LABEL,
@@ -42,6 +42,7 @@ from webserver_operator.builders import (
     desired_service,
 )
 from webserver_operator.core.jsondiff import Difference, compare
+from webserver_operator.core.resources import DEPLOYMENTS, SERVICES, Resource
 from webserver_operator.core.vocabulary import (
     MERGE_PATCH,
     ApiRequests,
@@ -51,7 +52,6 @@ from webserver_operator.core.vocabulary import (
     controller_of,
 )
 from webserver_operator.kube.errors import ApiError, Conflict, NotFound, TransportError
-from webserver_operator.kube.resources import DEPLOYMENTS, SERVICES, WEBSERVERS, Resource
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.owned import merge_owned_deployment, merge_owned_service, selector_mismatch
 from webserver_operator.reconcile.problems import GARBAGE_COLLECTION, Problem, from_api_error

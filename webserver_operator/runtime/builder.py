@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Self
 
+from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import ControllerSettings
 from webserver_operator.core.vocabulary import EventHandler, EventType, KubeObject, ObjectKey
-from webserver_operator.kube.resources import Resource
 from webserver_operator.runtime.cache import InformerCache
 from webserver_operator.runtime.controller import Controller
 from webserver_operator.runtime.enqueue import KeyMapper, keys_for_object, keys_for_owner

@@ -36,10 +36,10 @@ from typing import Any
 
 from webserver_operator import metrics
 from webserver_operator.core.backoff import Backoff, BackoffPolicy
+from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import STALL_GRACE_SECONDS
 from webserver_operator.core.vocabulary import EventHandler, EventType, KubeObject, WatchApi, object_key
 from webserver_operator.kube.errors import Forbidden, Gone, NotFound, api_error_from_status
-from webserver_operator.kube.resources import Resource
 from webserver_operator.runtime.store import Store, StoreEvent
 
 logger = logging.getLogger(__name__)

@@ -23,6 +23,7 @@ from aiohttp.test_utils import TestServer
 from kubernetes_asyncio.client import Configuration
 
 from webserver_operator import metrics
+from webserver_operator.core.resources import DEPLOYMENTS, SERVICES
 from webserver_operator.core.settings import ClientSettings
 from webserver_operator.core.vocabulary import MERGE_PATCH, QueryValue
 from webserver_operator.kube.client import FIELD_MANAGER, USER_AGENT, KubeClient
@@ -35,7 +36,6 @@ from webserver_operator.kube.errors import (
     TransportError,
     WritesStopped,
 )
-from webserver_operator.kube.resources import DEPLOYMENTS, SERVICES
 from webserver_operator.kube.retry import RetryPolicy
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -19,8 +19,8 @@ import pytest
 
 from tests.support.fake_api import FakeApi
 from webserver_operator import metrics
+from webserver_operator.core.resources import LEASES
 from webserver_operator.kube.errors import ServerError, TransportError
-from webserver_operator.kube.resources import LEASES
 from webserver_operator.manager.leader import (
     LeaderElector,
     LeadershipLost,

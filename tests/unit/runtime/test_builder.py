@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from tests.support.fake_api import FakeApi
+from webserver_operator.api.models import WEBSERVERS
+from webserver_operator.core.resources import DEPLOYMENTS, SERVICES
 from webserver_operator.core.settings import ControllerSettings, WatchSettings
-from webserver_operator.kube.resources import DEPLOYMENTS, SERVICES, WEBSERVERS
 from webserver_operator.runtime.builder import ControllerBuilder
 from webserver_operator.runtime.cache import InformerCache
 from webserver_operator.runtime.enqueue import keys_on_delete

@@ -11,8 +11,8 @@ import pytest
 from tests.support.fake_api import STALL, FakeApi
 from webserver_operator import metrics
 from webserver_operator.core.backoff import Backoff, BackoffPolicy
+from webserver_operator.core.resources import Resource
 from webserver_operator.kube.errors import Forbidden, Gone, NotFound, ServerError, TransportError
-from webserver_operator.kube.resources import Resource
 from webserver_operator.runtime.informer import Informer
 
 pytestmark = pytest.mark.timeout(5)
