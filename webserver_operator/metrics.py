@@ -50,9 +50,11 @@ __all__ = [
     "REGISTRY",
     "REST_CLIENT_REQUESTS",
     "REST_CLIENT_REQUEST_DURATION",
+    "TERMINAL_RECONCILE_ERRORS",
     "WATCH_EVENTS",
     "WATCH_RELISTS",
     "WATCH_RESTARTS",
+    "WEBSERVER_READY_STATUS",
     "WORKQUEUE_ADDS",
     "WORKQUEUE_BUCKETS",
     "WORKQUEUE_DEPTH",
@@ -96,6 +98,12 @@ RECONCILE_TOTAL = Counter(
 RECONCILE_ERRORS = Counter(
     "controller_runtime_reconcile_errors_total",
     "Total number of reconciliation errors per controller",
+    ["controller"],
+    registry=REGISTRY,
+)
+TERMINAL_RECONCILE_ERRORS = Counter(
+    "controller_runtime_terminal_reconcile_errors_total",
+    "Total number of terminal reconciliation errors per controller",
     ["controller"],
     registry=REGISTRY,
 )
@@ -209,6 +217,14 @@ WATCH_EVENTS = Counter(
     "webserver_operator_watch_events_total",
     "Watch events received, by resource and event type (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR)",
     ["resource", "type"],
+    registry=REGISTRY,
+)
+
+WEBSERVER_READY_STATUS = Gauge(
+    "webserver_operator_webserver_ready_status",
+    "The Ready condition of each WebServer, like cert-manager's certificate ready gauge: one series per status "
+    "(condition True, False or Unknown), 1 for the current one and 0 for the others",
+    ["namespace", "name", "condition"],
     registry=REGISTRY,
 )
 
