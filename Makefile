@@ -54,8 +54,12 @@ manifests: venv ## Generate the CRD (config/crd, chart) from the pydantic models
 ##@ Tests
 
 .PHONY: test-unit
-test-unit: venv ## Unit tests only (pure, no cluster).
-	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+test-unit: venv ## Unit tests only (pure: no cluster, no built tools; tests marked `tools` are deselected).
+	$(PY) -m pytest tests/unit -m "not tools" $(PYTEST_ARGS)
+
+.PHONY: test-tools
+test-tools: venv tools ## The unit tests test-unit leaves out: chart, manifests and rules through helm/kubectl/promtool.
+	$(PY) -m pytest tests/unit -m tools $(PYTEST_ARGS)
 
 .PHONY: test-integration
 test-integration: venv tools ## Integration tests against the local control plane (started on demand).

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from tests.support.cluster import tools_bin
+from tests.support.markers import require_tools_marker
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "webserver-operator"
@@ -58,7 +59,11 @@ _RESTRICTED_VOLUME_TYPES = {
 
 
 def built_tool(name: str) -> Path:
-    """A binary built by `make tools` (helm, kubectl...); fails the test (never skips) when it is missing."""
+    """A binary built by `make tools` (helm, kubectl...); fails the test (never skips) when it is missing.
+
+    Only tests marked ``tools`` (or integration/e2e) may ask: `make test-unit` deselects exactly those.
+    """
+    require_tools_marker(name)
     try:
         path = tools_bin() / name
     except (OSError, subprocess.CalledProcessError) as err:

@@ -44,6 +44,8 @@ from webserver_operator import __version__
 from webserver_operator.api.chart import CHART_CRD_PATH
 from webserver_operator.api.crd import CRD_NAME, crd_manifest, render_crd_yaml
 
+pytestmark = pytest.mark.tools
+
 
 @pytest.mark.parametrize(
     "args",

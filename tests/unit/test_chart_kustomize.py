@@ -27,6 +27,8 @@ from tests.support.chart import (
 from webserver_operator import __version__
 from webserver_operator.api.crd import CRD_NAME, crd_manifest
 
+pytestmark = pytest.mark.tools
+
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "config"
 SYSTEM = "webserver-operator-system"
