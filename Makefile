@@ -16,7 +16,10 @@ HELM = $(TOOLS_BIN)/helm
 CLUSTER ?= local
 export CLUSTER
 PYTEST_ARGS ?=
-IMG ?= ghcr.io/webserver-operator/webserver-operator:0.1.0
+# The operator image. No public image is published yet: the default is a local name (docker-build builds it,
+# kind-load loads it into kind, the chart and config/ default to it); set IMG=<registry>/webserver-operator:<tag>
+# to push it and to deploy from your registry.
+IMG ?= localhost/webserver-operator:0.1.0
 
 ##@ General
 
@@ -120,5 +123,9 @@ run: venv ## Run the operator on this machine against the current kubeconfig.
 	$(VENV)/bin/webserver-operator run
 
 .PHONY: demo
-demo: venv tools ## Local cluster + CRD + operator + a Ready sample WebServer, then how to play with it.
+demo: venv tools ## The demo's own local cluster + CRD + operator + a Ready sample WebServer, then how to play with it.
 	hack/demo.sh
+
+.PHONY: demo-down
+demo-down: ## Stop the demo operator and the demo's cluster (the tests' cluster is left alone).
+	hack/demo.sh down

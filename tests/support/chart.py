@@ -181,15 +181,21 @@ def restricted_violations(spec: Mapping[str, Any]) -> list[str]:
 
 
 def hardening_problems(spec: Mapping[str, Any]) -> list[str]:
-    """What this project asks beyond `restricted`: uid 65532, read-only root with /tmp, resources, probes."""
+    """What this project asks beyond `restricted`: the image's own non-root user, read-only root with /tmp, resources,
+    probes.
+
+    No fixed runAsUser/runAsGroup: the image runs as 65532 (Dockerfile USER), runAsNonRoot makes the kubelet check
+    it, and platforms that pick a UID per namespace (OpenShift restricted-v2) reject a fixed one.
+    """
     problems: list[str] = []
     pod_sc = spec.get("securityContext") or {}
     volumes = {v["name"]: v for v in spec.get("volumes") or []}
     for c in spec["containers"]:
         name = c["name"]
         sc = c.get("securityContext") or {}
-        if sc.get("runAsUser", pod_sc.get("runAsUser")) != 65532:
-            problems.append(f"{name}: runAsUser is not 65532")
+        for field in ("runAsUser", "runAsGroup"):
+            if field in sc or field in pod_sc:
+                problems.append(f"{name}: {field} is hard-coded (the image's user must apply)")
         if sc.get("readOnlyRootFilesystem") is not True:
             problems.append(f"{name}: readOnlyRootFilesystem is not true")
         tmp = [m for m in c.get("volumeMounts") or [] if m["mountPath"] == "/tmp"]

@@ -103,7 +103,7 @@ def test_default_manager_pod_is_restricted_and_hardened(default: list[dict[str, 
     assert hardening_problems(spec) == []
     assert spec["serviceAccountName"] == f"{PREFIX}controller-manager"
     manager = spec["containers"][0]
-    assert manager["image"] == f"ghcr.io/webserver-operator/webserver-operator:{__version__}"
+    assert manager["image"] == f"localhost/webserver-operator:{__version__}"
     assert "--leader-elect" in manager["args"]
     env = {e["name"]: e for e in manager["env"]}
     assert env["WEBSERVER_OPERATOR_LEADER_ELECTION_NAMESPACE"]["valueFrom"] == {
