@@ -42,6 +42,26 @@ LEADER_ELECTION_RULES: frozenset[Rule] = frozenset(
 )
 OPERATOR_RULES: frozenset[Rule] = MANAGER_RULES | LEADER_ELECTION_RULES
 
+# What people get on WebServers through the aggregated ClusterRoles (chart and config/rbac): readers see WebServers,
+# their status and scale; editors and admins also create, change, scale and delete them. Nobody but the operator
+# writes status, nobody touches finalizers.
+USER_READ_RULES: frozenset[Rule] = frozenset(
+    (GROUP, resource, verb)
+    for resource in ("webservers", "webservers/status", "webservers/scale")
+    for verb in ("get", "list", "watch")
+)
+USER_WRITE_RULES: frozenset[Rule] = frozenset(
+    {(GROUP, "webservers", v) for v in ("create", "update", "patch", "delete", "deletecollection")}
+    | {(GROUP, "webservers/scale", v) for v in ("update", "patch")}
+)
+# role suffix -> (the Kubernetes user-facing role it aggregates into, its rules)
+USER_ROLES: dict[str, tuple[str, frozenset[Rule]]] = {
+    "webserver-viewer": ("view", USER_READ_RULES),
+    "webserver-editor": ("edit", USER_READ_RULES | USER_WRITE_RULES),
+    "webserver-admin": ("admin", USER_READ_RULES | USER_WRITE_RULES),
+}
+AGGREGATE_LABEL = "rbac.authorization.k8s.io/aggregate-to-{}"
+
 # Pod Security Standards, restricted profile (https://kubernetes.io/docs/concepts/security/pod-security-standards/).
 _RESTRICTED_VOLUME_TYPES = {
     "configMap",
@@ -225,6 +245,24 @@ def manager_of(docs: list[dict[str, Any]]) -> dict[str, Any]:
     containers = deployment_of(docs)["spec"]["template"]["spec"]["containers"]
     assert [c["name"] for c in containers] == ["manager"]
     return dict(containers[0])
+
+
+def user_roles_of(docs: Iterable[Mapping[str, Any]], prefix: str) -> dict[str, tuple[str, frozenset[Rule]]]:
+    """The aggregated user ClusterRoles among ``docs``: {suffix: (aggregated-into role, rules)}, shaped as USER_ROLES.
+
+    Each must carry exactly one aggregate-to-* label.
+    """
+    found: dict[str, tuple[str, frozenset[Rule]]] = {}
+    for doc in docs:
+        name = doc["metadata"]["name"]
+        if doc["kind"] != "ClusterRole" or not name.startswith(prefix) or name[len(prefix) :] not in USER_ROLES:
+            continue
+        labels = doc["metadata"].get("labels") or {}
+        targets = [k.rsplit("-", 1)[1] for k, v in labels.items() if k.startswith(AGGREGATE_LABEL.format("")) and v]
+        assert len(targets) == 1, f"{name}: aggregate-to labels {targets}"
+        assert labels[AGGREGATE_LABEL.format(targets[0])] == "true", name
+        found[name[len(prefix) :]] = (targets[0], frozenset(rule_triples(doc["rules"])))
+    return found
 
 
 def granted_of(docs: list[dict[str, Any]], service_account: str) -> dict[str | None, set[Rule]]:

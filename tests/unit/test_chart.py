@@ -84,6 +84,9 @@ def test_default_render_has_the_expected_objects() -> None:
     assert kinds == sorted(
         [
             ("ClusterRole", f"{FULLNAME}-manager"),
+            ("ClusterRole", f"{FULLNAME}-webserver-viewer"),
+            ("ClusterRole", f"{FULLNAME}-webserver-editor"),
+            ("ClusterRole", f"{FULLNAME}-webserver-admin"),
             ("ClusterRoleBinding", f"{FULLNAME}-manager"),
             ("CustomResourceDefinition", CRD_NAME),
             ("Deployment", FULLNAME),
@@ -246,7 +249,7 @@ def test_rbac_grants_exactly_what_the_operator_uses_cluster_wide() -> None:
     granted = granted_of(docs, FULLNAME)
     assert granted == {None: set(MANAGER_RULES), NAMESPACE: set(LEADER_ELECTION_RULES)}
     assert set().union(*granted.values()) == OPERATOR_RULES
-    cluster_role = one(docs, "ClusterRole")
+    cluster_role = one(docs, "ClusterRole", f"{FULLNAME}-manager")
     assert all("resourceNames" not in rule for rule in cluster_role["rules"])
     leader = one(docs, "Role", f"{FULLNAME}-leader-election")
     named = [r for r in leader["rules"] if "resourceNames" in r]
@@ -262,7 +265,7 @@ def test_rbac_grants_exactly_what_the_operator_uses_cluster_wide() -> None:
 
 def test_rbac_with_watch_namespaces_uses_one_role_per_namespace() -> None:
     docs = render("--set", "watchNamespaces={team-a,team-b}")
-    assert not find(docs, "ClusterRole")
+    assert not find(docs, "ClusterRole", f"{FULLNAME}-manager")
     assert not find(docs, "ClusterRoleBinding")
     granted = granted_of(docs, FULLNAME)
     assert granted == {

@@ -56,6 +56,9 @@ def test_default_renders_namespace_crd_rbac_and_manager(default: list[dict[str, 
             ("CustomResourceDefinition", CRD_NAME, None),
             ("ServiceAccount", f"{PREFIX}controller-manager", SYSTEM),
             ("ClusterRole", f"{PREFIX}manager-role", None),
+            ("ClusterRole", f"{PREFIX}webserver-viewer", None),
+            ("ClusterRole", f"{PREFIX}webserver-editor", None),
+            ("ClusterRole", f"{PREFIX}webserver-admin", None),
             ("ClusterRoleBinding", f"{PREFIX}manager-rolebinding", None),
             ("Role", f"{PREFIX}leader-election-role", SYSTEM),
             ("RoleBinding", f"{PREFIX}leader-election-rolebinding", SYSTEM),
@@ -80,7 +83,7 @@ def test_default_rbac_is_exactly_what_the_operator_uses(default: list[dict[str, 
     cluster_binding = one(default, "ClusterRoleBinding")
     assert cluster_binding["subjects"] == [sa]
     assert cluster_binding["roleRef"]["name"] == f"{PREFIX}manager-role"
-    assert rule_triples(one(default, "ClusterRole")["rules"]) == MANAGER_RULES
+    assert rule_triples(one(default, "ClusterRole", f"{PREFIX}manager-role")["rules"]) == MANAGER_RULES
     binding = one(default, "RoleBinding")
     assert binding["subjects"] == [sa]
     assert binding["roleRef"] == {
