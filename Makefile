@@ -9,8 +9,8 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 TOOLS_BIN = $(shell hack/tools.sh bindir)
-KUBECTL = $(TOOLS_BIN)/kubectl
-HELM = $(TOOLS_BIN)/helm
+KUBECTL ?= $(TOOLS_BIN)/kubectl
+HELM ?= $(TOOLS_BIN)/helm
 # Test backends: local (the control plane built here, started on demand), existing (KUBE_CONTEXT=<name> of a
 # cluster you own; the suites install cluster-scoped objects), kind (needs a Docker engine).
 CLUSTER ?= local
@@ -115,6 +115,42 @@ image-recipe: venv ## Run the Dockerfile's steps on the host (wheel, clean venv,
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine). IMG=<name:tag> to override.
 	docker build -t $(IMG) .
+
+##@ Deployment (kubebuilder style; on the cluster of the current kubeconfig)
+
+# Where `make deploy` puts the operator; DRY_RUN=server|client checks without changing anything; DIST receives the
+# installer and the chart archive.
+DEPLOY_NAMESPACE ?= webserver-operator-system
+DRY_RUN ?= none
+DIST ?= dist
+# The built tools are only needed when KUBECTL/HELM point at them (KUBECTL=kubectl uses your own).
+INSTALL_ENV = IMG='$(IMG)' DEPLOY_NAMESPACE='$(DEPLOY_NAMESPACE)' DRY_RUN='$(DRY_RUN)' DIST='$(DIST)' KUBECTL='$(KUBECTL)'
+NEEDS_TOOLS = $(if $(filter $(TOOLS_BIN)/%,$(KUBECTL) $(HELM)),tools)
+
+.PHONY: install
+install: $(NEEDS_TOOLS) ## Install the WebServer CRD (server-side apply; also upgrades it).
+	$(INSTALL_ENV) hack/install.sh install
+
+.PHONY: uninstall
+uninstall: $(NEEDS_TOOLS) ## Delete the WebServer CRD: EVERY WebServer and its Deployment and Service go with it.
+	$(INSTALL_ENV) hack/install.sh uninstall
+
+.PHONY: deploy
+deploy: $(NEEDS_TOOLS) ## Deploy config/default (CRD, RBAC, operator) with IMG into DEPLOY_NAMESPACE.
+	$(INSTALL_ENV) hack/install.sh deploy
+
+.PHONY: undeploy
+undeploy: $(NEEDS_TOOLS) ## Delete what deploy created, the CRD included (so every WebServer too).
+	$(INSTALL_ENV) hack/install.sh undeploy
+
+.PHONY: build-installer
+build-installer: $(NEEDS_TOOLS) ## Write dist/install.yaml (DIST=...): CRD, RBAC and Deployment (IMG) in one file.
+	$(INSTALL_ENV) hack/install.sh build-installer
+
+.PHONY: chart-package
+chart-package: $(NEEDS_TOOLS) ## Lint (--strict) and package the Helm chart into dist/webserver-operator-<version>.tgz.
+	$(HELM) lint --strict charts/webserver-operator
+	$(HELM) package charts/webserver-operator --destination $(DIST)
 
 ##@ Run
 
