@@ -6,7 +6,8 @@
 #
 # The demo never shares a cluster with the test suites: it runs its own cluster (DEMO_CLUSTER_NAME, default
 # webserver-operator-demo) next to the tests' one (webserver-operator), so `make demo` followed by `make test` leaves
-# a demo operator running that can never see, or be disturbed by, what the tests create; `make demo-down` stops both.
+# a demo operator running that never sees, and is never disturbed by, what the tests do; `make demo-down` stops the
+# demo operator and its cluster.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
