@@ -34,7 +34,11 @@ down)
   pidfile="$(hack/cluster.sh kubeconfig)"
   pidfile="$(dirname "${pidfile}")/demo/operator.pid"
   if [[ -f "${pidfile}" ]] && kill "$(cat "${pidfile}")" 2>/dev/null; then
-    log "stopped the demo operator (pid $(cat "${pidfile}"))"
+    log "stopping the demo operator (pid $(cat "${pidfile}"))"
+    for _ in $(seq 1 60); do
+      kill -0 "$(cat "${pidfile}")" 2>/dev/null || break
+      sleep 0.5
+    done
   fi
   exec hack/cluster.sh down
   ;;

@@ -21,6 +21,7 @@ import urllib.request
 import uuid
 from pathlib import Path
 
+import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -54,6 +55,7 @@ def _metric(port: int, name: str) -> float:
     )
 
 
+@pytest.mark.usefixtures("crd")
 def test_demo_and_tests_leave_each_other_alone(cluster: Cluster, namespace: str) -> None:
     env = dict(os.environ)
     env.pop("CLUSTER_NAME", None)
