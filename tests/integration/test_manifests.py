@@ -202,10 +202,10 @@ def test_helm_template_is_accepted_by_the_api_server(
     cluster: Cluster, restricted_namespace: str, other_namespace: str, watch: bool
 ) -> None:
     args = ["--set", f"watchNamespaces={{{other_namespace},{restricted_namespace}}}"] if watch else []
-    args += ["--set", "podDisruptionBudget.enabled=true"]
+    args += ["--set", "podDisruptionBudget.enabled=true,metrics.grafanaDashboard.enabled=true"]
     docs = _helm_template(cluster, "manifests", restricted_namespace, *args)
     kinds = {d["kind"] for d in docs}
-    assert {"Deployment", "ServiceAccount", "Role", "RoleBinding", "Pod", "PodDisruptionBudget"} <= kinds
+    assert {"Deployment", "ServiceAccount", "Role", "RoleBinding", "Pod", "PodDisruptionBudget", "ConfigMap"} <= kinds
     manager_cluster_roles = [
         d for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("-manager")
     ]
