@@ -3,15 +3,14 @@
 - The HorizontalPodAutoscaler scales its WebServer through the scale subresource: the controller-manager's HPA
   controller raises a WebServer below minReplicas to minReplicas (no metrics server needed for that), so the
   WebServer's own spec.replicas changes, never the Deployment's behind the operator's back.
-- The unprivileged and the digest-pinned WebServers become Ready under the operator in a namespace that enforces
-  the `baseline` Pod Security level, and the pinned one runs exactly the pinned reference.
+- The unprivileged WebServer becomes Ready under the operator in a namespace that enforces the `restricted` Pod
+  Security level; the digest-pinned one in a `baseline` namespace, running exactly the pinned reference.
 
 (Every sample is also accepted by a server-side dry run: tests/integration/test_manifests.py.)
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -51,25 +50,36 @@ def test_hpa_sample_scales_its_webserver_through_the_scale_subresource(cluster: 
     assert cluster.get_or_none("deployment", name, namespace=namespace) is None
 
 
-@pytest.fixture
-def baseline_namespace(cluster: Cluster, namespace: str) -> str:
+def _enforce(cluster: Cluster, namespace: str, level: str) -> str:
     cluster.kubectl(
-        "label", "namespace", namespace, "pod-security.kubernetes.io/enforce=baseline",
+        "label", "namespace", namespace, f"pod-security.kubernetes.io/enforce={level}",
         "pod-security.kubernetes.io/enforce-version=latest",
     )  # fmt: skip
     return namespace
 
 
+@pytest.fixture
+def baseline_namespace(cluster: Cluster, namespace: str) -> str:
+    return _enforce(cluster, namespace, "baseline")
+
+
 @pytest.mark.usefixtures("operator")
-def test_unprivileged_and_pinned_samples_become_ready(
-    cluster: Cluster, baseline_namespace: str, tmp_path: Path
-) -> None:
+def test_unprivileged_sample_runs_under_the_restricted_level(cluster: Cluster, namespace: str) -> None:
+    restricted = _enforce(cluster, namespace, "restricted")
+    cluster.apply(_sample("web_v1_webserver_unprivileged.yaml"), namespace=restricted)
+    obj = wait_ready(cluster, restricted, "webserver-unprivileged", timeout=90)
+    assert obj["status"]["readyReplicas"] == 2
+    deployment = cluster.get_json("deployment", "webserver-unprivileged", namespace=restricted)
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+
+
+@pytest.mark.usefixtures("operator")
+def test_pinned_sample_runs_exactly_the_pinned_reference(cluster: Cluster, baseline_namespace: str) -> None:
     pinned = _sample("web_v1_webserver_digest.yaml")
-    for sample in (_sample("web_v1_webserver_unprivileged.yaml"), pinned):
-        cluster.apply(sample, namespace=baseline_namespace)
-    for sample_name in ("webserver-unprivileged", "webserver-pinned"):
-        obj = wait_ready(cluster, baseline_namespace, sample_name, timeout=90)
-        assert obj["status"]["readyReplicas"] == 2, sample_name
+    cluster.apply(pinned, namespace=baseline_namespace)
+    obj = wait_ready(cluster, baseline_namespace, "webserver-pinned", timeout=90)
+    assert obj["status"]["readyReplicas"] == 2
     deployment = cluster.get_json("deployment", "webserver-pinned", namespace=baseline_namespace)
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     assert container["image"] == pinned["spec"]["image"]
