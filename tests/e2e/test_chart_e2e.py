@@ -140,7 +140,12 @@ def test_helm_upgrade_with_changed_values(cluster: Cluster, release: Release, ap
     assert "--workers=2" in args, args
     assert "--log-level=DEBUG" in args, args
     release.start_operator()  # what kubelet does when the pod template changes
-    assert release.metric("controller_runtime_max_concurrent_reconciles", {"controller": "webserver"}) == 2
+    # Ready means caches synced; the controller (and its gauge) starts once this replica holds the Lease.
+    wait_until(
+        lambda: release.metric("controller_runtime_max_concurrent_reconciles", {"controller": "webserver"}) == 2,
+        timeout=45,
+        message="the upgraded operator to lead with 2 workers",
+    )
     cluster.kubectl("scale", "webserver/webserver-sample", "-n", app_namespace, "--replicas=1")
     wait_field(cluster, "deployment", "webserver-sample", namespace=app_namespace, path="spec.replicas", expected=1)
 
