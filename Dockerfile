@@ -18,13 +18,14 @@
 #
 # Bumping the base image (README, "Reproducible image"): look up the digest the tag points to now, e.g.
 #   docker buildx imagetools inspect python:3.11-slim-bookworm   (or: skopeo inspect docker://python:3.11-slim-bookworm)
-# put `python:3.11-slim-bookworm@sha256:<digest>` below, `make docker-build`, then `make e2e-kind`.
+# put `docker.io/library/python:3.11-slim-bookworm@sha256:<digest>` below (fully qualified: podman resolves no
+# short names), run `make docker-build`, then `make e2e-kind`.
 
 # The Python minor version of the base image (hack/image-recipe.sh checks its host Python against it).
 ARG PYTHON_VERSION=3.11
 # The base of both stages: a build ARG, so machines without registry access can substitute a stand-in with the same
 # layout (hack/images.sh builds one from Debian's python3). The digest is the multi-architecture index of the tag.
-ARG BASE_IMAGE=python:3.11-slim-bookworm@sha256:a36c24f9cbdf4fd0f52d67f0823eeac19c2028c637cecc392d97f980d4fec56b
+ARG BASE_IMAGE=docker.io/library/python:3.11-slim-bookworm@sha256:a36c24f9cbdf4fd0f52d67f0823eeac19c2028c637cecc392d97f980d4fec56b
 
 FROM ${BASE_IMAGE} AS builder
 
