@@ -33,7 +33,7 @@ STEPS=6
 # script, the node stage and its files, the Debian base recipe). Editing the recipe rebuilds the image, not the binaries.
 versions_key() {
   {
-    grep -E '^(KUBERNETES_VERSION|KUBERNETES_STAGING_VERSION|KIND_VERSION|CONTAINERD_VERSION|RUNC_VERSION|CRICTL_VERSION|CNI_PLUGINS_VERSION|KUBEADM_ETCD_VERSION|COREDNS_VERSION|PAUSE_VERSION|TOOLS_RECIPE)=' \
+    grep -E '^(KUBERNETES_VERSION|KUBERNETES_STAGING_VERSION|KIND_VERSION|CONTAINERD_VERSION|RUNC_VERSION|CRICTL_VERSION|CNI_PLUGINS_VERSION|KUBEADM_ETCD_VERSION|COREDNS_VERSION|PAUSE_VERSION|TOOLS_RECIPE|KIND_NODE_BINARIES_RECIPE)=' \
       "${ROOT}/hack/versions.env"
     go env GOVERSION GOOS GOARCH
   } | sha256sum | cut -c1-12
@@ -42,7 +42,7 @@ versions_key() {
 node_key() {
   {
     printf '%s\n' "${BIN_KEY}"
-    grep -E '^KIND_NODE_[A-Z_]+=' "${ROOT}/hack/versions.env"
+    grep -E '^KIND_NODE_(DEBIAN_RELEASE|RECIPE)=' "${ROOT}/hack/versions.env"
     (cd "${ROOT}" && find hack/kind-node hack/kind-node-image.sh hack/debian-base.sh -type f -print0 | sort -z |
       xargs -0 sha256sum)
   } | sha256sum | cut -c1-12
@@ -118,8 +118,7 @@ build_binaries() {
     -ldflags "${LDFLAGS_LEAN} -X ${cni}/pkg/utils/buildversion.BuildVersion=${CNI_PLUGINS_VERSION}" \
     "${cni}/plugins/main/ptp@${CNI_PLUGINS_VERSION}" "${cni}/plugins/main/loopback@${CNI_PLUGINS_VERSION}" \
     "${cni}/plugins/ipam/host-local@${CNI_PLUGINS_VERSION}" "${cni}/plugins/meta/portmap@${CNI_PLUGINS_VERSION}"
-  CGO_ENABLED=0 GOBIN="${BIN}" gobuild coredns go install "${GO_LEAN[@]}" -ldflags "${LDFLAGS_LEAN}" \
-    "github.com/coredns/coredns@${COREDNS_VERSION}"
+  build_coredns
   build_etcd
   build_pause
 }
@@ -136,6 +135,30 @@ in_module() {
     go mod init "webserver-operator.local/kind-node/${name}" >/dev/null 2>&1
     go mod edit -require "${requirement}"
     gobuild "${name}" "$@"
+  )
+}
+
+# CoreDNS with the plugins kubeadm's Corefile uses (errors, health, ready, kubernetes, prometheus, forward, cache,
+# loop, reload, loadbalance) plus log: upstream's main compiles in every plugin, cloud SDKs included, which triples
+# the build time for nothing a kind cluster uses. Plugins register themselves when imported.
+build_coredns() {
+  [[ -f "${STAMPS}/coredns" ]] && return 0
+  local dir="${BIN}/.src/coredns" plugin
+  rm -rf "${dir}" && mkdir -p "${dir}"
+  {
+    printf '// Command coredns is CoreDNS %s with the plugins a kubeadm cluster uses.\npackage main\n\nimport (\n' \
+      "${COREDNS_VERSION}"
+    printf '\t"github.com/coredns/coredns/coremain"\n\n'
+    for plugin in cache errors forward health kubernetes loadbalance log loop metrics ready reload; do
+      printf '\t_ "github.com/coredns/coredns/plugin/%s"\n' "${plugin}"
+    done
+    printf ')\n\nfunc main() { coremain.Run() }\n'
+  } >"${dir}/main.go"
+  (
+    cd "${dir}"
+    go mod init webserver-operator.local/kind-node/coredns >/dev/null 2>&1
+    go mod edit -require "github.com/coredns/coredns@${COREDNS_VERSION}"
+    CGO_ENABLED=0 gobuild coredns go build "${GO_LEAN[@]}" -ldflags "${LDFLAGS_LEAN}" -o "${BIN}/coredns" .
   )
 }
 
@@ -195,8 +218,13 @@ node_context() {
   # The sandbox image is the pause image kubeadm asks for (kind's config names an older one it pulls).
   sed -i "s|sandbox_image = .*|sandbox_image = \"registry.k8s.io/pause:${PAUSE_VERSION}\"|" \
     "${rootfs}/etc/containerd/config.toml"
-  grep -q "pause:${PAUSE_VERSION}" "${rootfs}/etc/containerd/config.toml" ||
-    die "kind ${KIND_VERSION}'s containerd config has no sandbox_image line to pin: update hack/kind-node-image.sh"
+  # containerd must not ask runc for an oom_score_adj below its own: lowering it needs CAP_SYS_RESOURCE, which some
+  # hosts (sandboxes) withhold even from privileged containers ("runc init: failed to update /proc/self/oom_score_adj:
+  # Permission denied" for every pod). kind sets the same for rootless nodes.
+  sed -i "s|restrict_oom_score_adj = .*|restrict_oom_score_adj = true|" "${rootfs}/etc/containerd/config.toml"
+  grep -q "pause:${PAUSE_VERSION}" "${rootfs}/etc/containerd/config.toml" &&
+    grep -q "restrict_oom_score_adj = true" "${rootfs}/etc/containerd/config.toml" ||
+    die "kind ${KIND_VERSION}'s containerd config lacks the sandbox_image or restrict_oom_score_adj line: update hack/kind-node-image.sh"
   printf '%s\n' "${KUBERNETES_VERSION}" >"${rootfs}/kind/version"
   mkdir -p "${rootfs}/usr/local/bin" "${rootfs}/usr/local/sbin" "${rootfs}/usr/bin" "${rootfs}/opt/cni/bin"
   install -m 0755 "${BIN}/containerd" "${BIN}/ctr" "${BIN}/containerd-shim-runc-v2" "${BIN}/crictl" \

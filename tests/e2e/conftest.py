@@ -74,11 +74,9 @@ class Release:
         return base + self.values
 
     def operator_pods(self) -> list[dict[str, Any]]:
-        return list(
-            self.cluster.get_json("pods", "-l", "app.kubernetes.io/name=webserver-operator", namespace=self.namespace)[
-                "items"
-            ]
-        )
+        """The operator's pods (not the `helm test` pod, which carries the chart's labels too)."""
+        selector = "app.kubernetes.io/name=webserver-operator,app.kubernetes.io/component!=test"
+        return list(self.cluster.get_json("pods", "-l", selector, namespace=self.namespace)["items"])
 
     def install(self) -> None:
         helm(

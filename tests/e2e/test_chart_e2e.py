@@ -113,8 +113,7 @@ def test_kind_sample_pods_run_and_the_node_port_serves_the_page(cluster: Cluster
         (status,) = pod["status"]["containerStatuses"]
         assert pod["status"]["phase"] == "Running" and status["ready"], pod["status"]
         assert pod["spec"]["containers"][0]["image"] == cluster.web_images[0]
-    body = _serve(cluster, app_namespace)
-    print(f"\n{body}")
+    _serve(cluster, app_namespace)
 
 
 def test_kubectl_scale_webserver(cluster: Cluster, release: Release, app_namespace: str) -> None:
@@ -316,7 +315,12 @@ def test_helm_upgrade_with_changed_values(cluster: Cluster, release: Release, ap
     assert "--workers=2" in args, args
     assert "--log-level=DEBUG" in args, args
     release.start_operator()  # what kubelet does when the pod template changes
-    assert release.metric("controller_runtime_max_concurrent_reconciles", {"controller": "webserver"}) == 2
+    # The new pod registers its controller once it leads (after the old pod hands the Lease over).
+    wait_until(
+        lambda: release.metric("controller_runtime_max_concurrent_reconciles", {"controller": "webserver"}) == 2,
+        timeout=90,
+        message="the upgraded operator to run its controller with 2 workers",
+    )
     cluster.kubectl("scale", "webserver/webserver-sample", "-n", app_namespace, "--replicas=1")
     wait_field(cluster, "deployment", "webserver-sample", namespace=app_namespace, path="spec.replicas", expected=1)
 
