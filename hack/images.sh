@@ -49,8 +49,8 @@ build() {
   else
     # No layer cache: with a cached builder stage, podman 4.3 (buildah 1.28) bind-mounts a wrong layer of it for
     # `RUN --mount=type=bind,from=builder` (the runtime stage then sees an empty or partial /wheels). The pip cache
-    # mount still spares the downloads.
-    podman build --no-cache "$@"
+    # mount still spares the downloads; --layers=false also leaves no intermediate images behind.
+    podman build --layers=false "$@"
   fi
 }
 
@@ -104,10 +104,15 @@ cmd_operator() {
   local revision
   revision="$(git -C "${ROOT}" rev-parse --short HEAD 2>/dev/null || echo unknown)"
   log "building ${img} from the Dockerfile ($(engine))"
-  local start=${SECONDS}
+  local start=${SECONDS} previous
+  previous="$("$(engine)" image inspect --format '{{.Id}}' "${img}" 2>/dev/null || true)"
   if ! build "${args[@]}" --build-arg "REVISION=${revision}" -t "${img}" "${ROOT}" >"${STATE}/operator-build.log" 2>&1; then
     tail -n 30 "${STATE}/operator-build.log" >&2
     die "building ${img} failed; full log: ${STATE}/operator-build.log"
+  fi
+  # The image the tag pointed to before is now untagged: remove it unless a container still uses it.
+  if [[ -n "${previous}" && "${previous}" != "$("$(engine)" image inspect --format '{{.Id}}' "${img}")" ]]; then
+    "$(engine)" rmi "${previous}" >/dev/null 2>&1 || true
   fi
   log "built ${img} in $((SECONDS - start))s"
 }

@@ -364,8 +364,12 @@ build_offline() {
   component_images "${engine}" "${ctx}/images" "${base}"
   step 5 "importing them into the node's containerd"
   import_and_commit "${engine}" "${ctx}/images" "${stage}"
-  step 6 "cleaning up build-only images"
+  step 6 "cleaning up build-only images and node images of other keys"
   "${engine}" rmi "${stage}" >/dev/null 2>&1 || true
+  local old
+  while IFS= read -r old; do
+    [[ "${old}" == "${NAME}" ]] || "${engine}" rmi "${old}" >/dev/null 2>&1 || true
+  done < <("${engine}" images --format '{{.Repository}}:{{.Tag}}' | grep '^localhost/webserver-operator/kind-node:')
   local img
   while IFS= read -r img; do "${engine}" rmi "${img}" >/dev/null 2>&1 || true; done <"${ctx}/images/images.txt"
   rm -rf "${ctx}"
