@@ -2,38 +2,58 @@
 #
 # webserver-operator container image.
 #
-# Two stages: `builder` turns the project and every dependency into wheels (the only stage with build tools and
-# network access); `runtime` installs those wheels, offline, into a venv on a clean base and nothing else. The
-# resulting image runs as the numeric non-root user 65532 and never writes outside /tmp, so it works with
-# `readOnlyRootFilesystem: true` (the Helm chart mounts an emptyDir on /tmp).
+# Two stages: `builder` downloads the locked dependency wheels (requirements.lock, hash-checked) and builds the
+# project's own wheel (the only stage with network access); `runtime` installs those wheels, offline and hash-checked
+# again, into a venv on a clean base and nothing else. The resulting image runs as the numeric non-root user 65532
+# and never writes outside /tmp, so it works with `readOnlyRootFilesystem: true` (the Helm chart mounts an emptyDir
+# on /tmp).
 #
-# hack/image-recipe.sh runs the same steps on the host (CI has no Docker engine): keep the two in step.
+# Reproducible: the base image is pinned by digest and every runtime dependency by version and sha256 hash
+# (requirements.lock, generated from pyproject.toml by `make lock`; tests/unit/test_requirements_lock.py fails when
+# the two disagree). Rebuilding the same commit installs the same bytes.
 #
-#   docker build -t ghcr.io/webserver-operator/webserver-operator:0.1.0 .
+# hack/image-recipe.sh runs the same steps on the host (CI checks them without an engine): keep the two in step.
+#
+#   make docker-build IMG=localhost/webserver-operator:dev        (Docker or podman, see hack/images.sh)
+#
+# Bumping the base image (README, "Reproducible image"): look up the digest the tag points to now, e.g.
+#   docker buildx imagetools inspect python:3.11-slim-bookworm   (or: skopeo inspect docker://python:3.11-slim-bookworm)
+# put `docker.io/library/python:3.11-slim-bookworm@sha256:<digest>` below (fully qualified: podman resolves no
+# short names), run `make docker-build`, then `make e2e-kind`.
 
-# The minor version is pinned; rebuilds pick up Python patch releases and Debian security fixes.
+# The Python minor version of the base image (hack/image-recipe.sh checks its host Python against it).
 ARG PYTHON_VERSION=3.11
-ARG DEBIAN_RELEASE=bookworm
+# The base of both stages: a build ARG, so machines without registry access can substitute a stand-in with the same
+# layout (hack/images.sh builds one from Debian's python3). The digest is the multi-architecture index of the tag.
+ARG BASE_IMAGE=docker.io/library/python:3.11-slim-bookworm@sha256:a36c24f9cbdf4fd0f52d67f0823eeac19c2028c637cecc392d97f980d4fec56b
 
-FROM python:${PYTHON_VERSION}-slim-${DEBIAN_RELEASE} AS builder
+FROM ${BASE_IMAGE} AS builder
 
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_INPUT=1 \
     PYTHONDONTWRITEBYTECODE=1
+# Set only where PyPI is reached through a private CA: the bundle is passed as the build secret `pip-cert`
+# (`--secret id=pip-cert,src=<bundle> --build-arg PIP_CERT=/run/secrets/pip-cert`); unset, pip uses its own.
+ARG PIP_CERT
 
 WORKDIR /src
-# Only what the wheel needs (see .dockerignore): source changes do not invalidate more than this stage.
+# Dependencies first, from the lock alone: a source change does not download them again. --require-hashes makes pip
+# refuse any file whose sha256 is not in the lock, and any dependency the lock does not pin.
+COPY requirements.lock ./
+RUN --mount=type=cache,target=/root/.cache/pip \
+    --mount=type=secret,id=pip-cert \
+    python -m pip download --require-hashes --only-binary=:all: --dest /wheels -r requirements.lock \
+    && cp requirements.lock /wheels/
+
+# Only what the wheel needs (see .dockerignore).
 COPY pyproject.toml README.md ./
 COPY webserver_operator ./webserver_operator
-
-# One wheel per distribution: the project's and all its dependencies' (binary wheels where PyPI has them).
 RUN --mount=type=cache,target=/root/.cache/pip \
-    python -m pip wheel --wheel-dir /wheels .
+    --mount=type=secret,id=pip-cert \
+    python -m pip wheel --no-deps --wheel-dir /wheels/project .
 
-FROM python:${PYTHON_VERSION}-slim-${DEBIAN_RELEASE} AS runtime
+FROM ${BASE_IMAGE} AS runtime
 
-# Re-declared: a global ARG is only visible in FROM lines unless a stage names it again.
-ARG PYTHON_VERSION
 ARG VERSION=0.1.0
 ARG REVISION=unknown
 
@@ -51,21 +71,26 @@ LABEL org.opencontainers.image.title="webserver-operator" \
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    VIRTUAL_ENV=/opt/venv \
-    PATH=/opt/venv/bin:${PATH}
+    VIRTUAL_ENV=/opt/venv
 
-# Install from the builder's wheels only (--no-index: no network, no compiler), into a venv without pip, then
-# compile the venv and the standard library (the official image ships the stdlib without .pyc files) so start-up
-# never needs to write bytecode. The wheels are bind-mounted, so they never become an image layer.
+# Install from the builder's wheels only (--no-index: no network, no compiler), hash-checked against the lock, into a
+# venv without pip; then the project's wheel without dependencies (the lock holds them all). Compile the venv and the
+# interpreter's standard library (the official image ships it without .pyc files) so start-up never needs to write
+# bytecode. The wheels are bind-mounted, so they never become an image layer. `python` is still the base image's
+# interpreter here (the venv goes on PATH below), so `python -m pip` is the base image's pip.
 RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
     python -m venv --without-pip "${VIRTUAL_ENV}" \
     && python -m pip --python "${VIRTUAL_ENV}/bin/python" install --no-index --find-links=/wheels --no-compile \
-        webserver-operator \
-    && python -m compileall -q -j 0 "${VIRTUAL_ENV}" "/usr/local/lib/python${PYTHON_VERSION}" \
+        --require-hashes --only-binary=:all: -r /wheels/requirements.lock \
+    && python -m pip --python "${VIRTUAL_ENV}/bin/python" install --no-index --no-deps --no-compile \
+        /wheels/project/webserver_operator-*.whl \
+    && python -m compileall -q -j 0 "${VIRTUAL_ENV}" "$(python -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')" \
     && groupadd --system --gid 65532 nonroot \
     && useradd --system --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \
         --shell /usr/sbin/nologin nonroot \
-    && webserver-operator version
+    && "${VIRTUAL_ENV}/bin/webserver-operator" version
+
+ENV PATH=/opt/venv/bin:${PATH}
 
 # Numeric, so `runAsNonRoot: true` can be verified by the kubelet without reading /etc/passwd.
 USER 65532:65532

@@ -12,7 +12,7 @@ TOOLS_BIN = $(shell hack/tools.sh bindir)
 KUBECTL ?= $(TOOLS_BIN)/kubectl
 HELM ?= $(TOOLS_BIN)/helm
 # Test backends: local (the control plane built here, started on demand), existing (KUBE_CONTEXT=<name> of a
-# cluster you own; the suites install cluster-scoped objects), kind (needs a Docker engine).
+# cluster you own; the suites install cluster-scoped objects), kind (needs a container engine: `make engine`).
 CLUSTER ?= local
 export CLUSTER
 PYTEST_ARGS ?=
@@ -20,6 +20,7 @@ PYTEST_ARGS ?=
 # kind-load loads it into kind, the chart and config/ default to it); set IMG=<registry>/webserver-operator:<tag>
 # to push it and to deploy from your registry.
 IMG ?= localhost/webserver-operator:0.1.0
+export IMG
 
 ##@ General
 
@@ -50,6 +51,11 @@ lint: venv ## Lint: ruff (style + format check), mypy --strict, import-linter la
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
+.PHONY: lock
+lock: venv ## Regenerate requirements.lock (hashes of every runtime dependency) from pyproject.toml.
+	$(VENV)/bin/uv pip compile pyproject.toml --generate-hashes --universal --python-version 3.11 --native-tls \
+		--quiet --custom-compile-command "make lock" -o requirements.lock
+
 .PHONY: manifests
 manifests: venv ## Generate the CRD (config/crd, chart) from the pydantic models.
 	$(VENV)/bin/webserver-operator manifests
@@ -73,8 +79,10 @@ test-e2e: venv tools ## End-to-end tests (installed Helm chart) on CLUSTER=local
 	$(PY) -m pytest tests/e2e $(PYTEST_ARGS)
 
 .PHONY: e2e-kind
-e2e-kind: venv ## e2e suite on a kind cluster with the real image (needs a Docker engine; builds kind on demand).
-	CLUSTER=kind $(PY) -m pytest tests/e2e $(PYTEST_ARGS)
+e2e-kind: venv tools ## e2e suite on a kind cluster: real containers, the image from the Dockerfile (see `make engine`).
+	hack/kind.sh up
+	status=0; CLUSTER=kind $(PY) -m pytest tests/e2e $(PYTEST_ARGS) || status=$$?; \
+	if [[ -z "$${KEEP_CLUSTER:-}" ]]; then hack/kind.sh down; fi; exit $$status
 
 .PHONY: test
 test: lint tools ## Everything CI runs: lint, unit, integration and e2e tests on the local control plane.
@@ -87,7 +95,7 @@ tools: ## Build kube-apiserver/-controller-manager/-scheduler, kubectl, etcd, kw
 	hack/tools.sh build
 
 .PHONY: kind-tools
-kind-tools: ## Also build kind (only useful where a Docker engine runs).
+kind-tools: ## Also build kind (only useful where a container engine runs).
 	hack/tools.sh build kind
 
 .PHONY: cluster-up
@@ -106,6 +114,28 @@ cluster-status: ## Show the local cluster's nodes.
 kubeconfig: ## Print the admin kubeconfig path of the local cluster (use with make -s).
 	@hack/cluster.sh kubeconfig
 
+##@ kind (real containers)
+
+.PHONY: engine
+engine: ## Install + configure a container engine kind can use (podman from Debian's packages); says what it changes.
+	hack/engine.sh install
+
+.PHONY: kind-node-image
+kind-node-image: ## The kind node image: pull the pinned kindest/node, or build it offline (cached by its inputs).
+	hack/kind-node-image.sh ensure
+
+.PHONY: kind-up
+kind-up: tools ## Start the kind cluster, build the image (IMG) and the e2e web images and load them into it.
+	hack/kind.sh up
+
+.PHONY: kind-load
+kind-load: ## Build IMG from the Dockerfile and load it into the running kind cluster.
+	hack/kind.sh load-image
+
+.PHONY: kind-down
+kind-down: ## Delete the kind cluster (its containers, volumes and, once unused, the kind network).
+	hack/kind.sh down
+
 ##@ Build
 
 .PHONY: image-recipe
@@ -113,8 +143,12 @@ image-recipe: venv ## Run the Dockerfile's steps on the host (wheel, clean venv,
 	hack/image-recipe.sh
 
 .PHONY: docker-build
-docker-build: ## Build the container image (needs a Docker engine). IMG=<name:tag> to override.
-	docker build -t $(IMG) .
+docker-build: ## Build IMG from the Dockerfile with the detected engine (docker or podman).
+	hack/images.sh operator $(IMG)
+
+.PHONY: docker-push
+docker-push: ## Push IMG to its registry with the detected engine.
+	$$(hack/engine.sh detect) push $(IMG)
 
 ##@ Deployment (kubebuilder style; on the cluster of the current kubeconfig)
 

@@ -49,19 +49,37 @@ BIN="$(hack/tools.sh bindir)"
 k() { "${BIN}/kubectl" --kubeconfig "${KUBECONFIG_PATH}" "$@"; }
 
 if [[ "${CLUSTER:-local}" == "kind" ]]; then
-  # Real containers: the image built from the Dockerfile, installed with the Helm chart.
+  # Real containers: the image built from the Dockerfile (IMG), installed with the Helm chart as the README says.
+  IMG="${IMG:-localhost/webserver-operator:0.1.0}"
   hack/kind.sh up
   KUBECONFIG_PATH="$(hack/kind.sh kubeconfig)"
+  echo "== installing the chart with image ${IMG}"
   "${BIN}/helm" --kubeconfig "${KUBECONFIG_PATH}" upgrade --install webserver-operator charts/webserver-operator \
-    -n webserver-operator-system --create-namespace --set image.pullPolicy=IfNotPresent --take-ownership --wait
-  k apply -f config/samples/web_v1_webserver.yaml
+    -n webserver-operator-system --create-namespace --take-ownership --wait --timeout 3m \
+    --set image.repository="${IMG%:*}" --set image.tag="${IMG##*:}" --set image.pullPolicy=IfNotPresent
+  # The sample's nginx where it can be pulled, else the stand-in web image hack/kind.sh loaded (same page).
+  WEB_IMAGE="$(hack/kind.sh web-images | head -n 1)"
+  echo "== applying the sample WebServer with image ${WEB_IMAGE}"
+  sed "s|^\(  image:\).*|\1 ${WEB_IMAGE}|" config/samples/web_v1_webserver.yaml | k apply -f -
   k wait --for=condition=Ready webserver/webserver-sample --timeout=180s
-  k get webserver,deployment,service,pods -l app.kubernetes.io/instance=webserver-sample
+  k get webserver,deployment,service,pods -l app.kubernetes.io/instance=webserver-sample -o wide
+  NODE_IP="$(k get nodes -o jsonpath='{.items[0].status.addresses[?(@.type=="InternalIP")].address}')"
+  NODE_PORT="$(k get webserver webserver-sample -o jsonpath='{.status.nodePort}')"
+  echo "== curl http://${NODE_IP}:${NODE_PORT}/"
+  curl -fsS --retry 10 --retry-delay 2 --retry-all-errors "http://${NODE_IP}:${NODE_PORT}/" | grep -i '<title>'
   cat <<TXT
 
-Try: kubectl --kubeconfig ${KUBECONFIG_PATH} scale webserver/webserver-sample --replicas=4
-     kubectl --kubeconfig ${KUBECONFIG_PATH} logs -n webserver-operator-system deploy/webserver-operator
-Stop: hack/kind.sh down
+Real pods on a kind node. Try:
+
+  export KUBECONFIG=${KUBECONFIG_PATH}
+  export PATH="${BIN}:\$PATH"
+  kubectl scale webserver/webserver-sample --replicas=4
+  kubectl get pods -o wide -l app.kubernetes.io/instance=webserver-sample
+  curl http://${NODE_IP}:${NODE_PORT}/
+  kubectl logs -n webserver-operator-system deploy/webserver-operator
+  helm test webserver-operator -n webserver-operator-system --logs
+
+Stop: make kind-down
 TXT
   exit 0
 fi

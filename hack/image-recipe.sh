@@ -4,8 +4,8 @@
 # Why: CI has no Docker engine, yet a broken image (a dependency missing from the wheels, a module that only
 # imports from the source tree, bytecode written at run time on a read-only root filesystem) should fail CI, not a
 # user's `helm install`. This script mirrors the Dockerfile step by step in a temporary directory:
-#   builder stage  copy only what the Dockerfile copies -> `pip wheel` the project and all its dependencies
-#   runtime stage  venv without pip -> install from those wheels only (--no-index) -> compileall
+#   builder stage  download the locked wheels (requirements.lock, --require-hashes) -> `pip wheel` the project alone
+#   runtime stage  venv without pip -> install from those wheels only (--no-index, hash-checked) -> compileall
 # then checks what the image's ENTRYPOINT relies on: every module imports, `webserver-operator version` answers
 # with the project version, the installed dependencies are consistent, and nothing writes into the venv at run
 # time (the image runs with readOnlyRootFilesystem). Keep it in step with the Dockerfile.
@@ -28,6 +28,8 @@ grep -qE '^USER 65532:65532$' "${DOCKERFILE}" || die "Dockerfile: the runtime us
 grep -qF 'ENTRYPOINT ["webserver-operator", "run"]' "${DOCKERFILE}" || die "Dockerfile: unexpected ENTRYPOINT"
 grep -qF 'PYTHONDONTWRITEBYTECODE=1' "${DOCKERFILE}" || die "Dockerfile: PYTHONDONTWRITEBYTECODE=1 missing"
 grep -qF -- '--no-index' "${DOCKERFILE}" || die "Dockerfile: the runtime stage must install from wheels only"
+grep -qF -- '--require-hashes' "${DOCKERFILE}" || die "Dockerfile: dependencies must be installed hash-checked from the lock"
+grep -qE '^ARG BASE_IMAGE=[^ ]+@sha256:[0-9a-f]{64}$' "${DOCKERFILE}" || die "Dockerfile: the base image must be pinned by digest"
 grep -qF 'compileall' "${DOCKERFILE}" || die "Dockerfile: bytecode must be compiled at build time"
 
 PYTHON="${PYTHON:-python${py_minor}}"
@@ -49,28 +51,34 @@ trap cleanup EXIT
 start=${SECONDS}
 
 # --- builder stage ------------------------------------------------------------------------------------------------
-# COPY pyproject.toml README.md ./ ; COPY webserver_operator ./webserver_operator (.dockerignore drops bytecode).
+# COPY requirements.lock; pip download --require-hashes; COPY pyproject.toml README.md webserver_operator (the
+# .dockerignore drops bytecode); pip wheel --no-deps.
 log "builder: build context (Python ${host_minor}, ${PYTHON})"
 mkdir -p "${WORK}/src"
-cp "${ROOT}/pyproject.toml" "${ROOT}/README.md" "${WORK}/src/"
+cp "${ROOT}/requirements.lock" "${ROOT}/pyproject.toml" "${ROOT}/README.md" "${WORK}/src/"
 tar -C "${ROOT}" --exclude='__pycache__' --exclude='*.py[cod]' -cf - webserver_operator | tar -C "${WORK}/src" -xf -
 
-log "builder: pip wheel (the project and every dependency)"
+log "builder: pip download the locked dependencies (hash-checked), pip wheel the project"
 (
   cd "${WORK}/src"
-  PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PYTHONDONTWRITEBYTECODE=1 \
-    "${PYTHON}" -m pip wheel --quiet --wheel-dir "${WORK}/wheels" .
+  export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PYTHONDONTWRITEBYTECODE=1
+  # The host's find-links directory would offer wheels the lock did not choose: the recipe uses the index only.
+  unset PIP_FIND_LINKS
+  "${PYTHON}" -m pip download --quiet --require-hashes --only-binary=:all: --dest "${WORK}/wheels" -r requirements.lock
+  "${PYTHON}" -m pip wheel --quiet --no-deps --wheel-dir "${WORK}/wheels/project" .
 )
-ls "${WORK}/wheels"/webserver_operator-"${version}"-*.whl >/dev/null 2>&1 \
+ls "${WORK}/wheels/project"/webserver_operator-"${version}"-*.whl >/dev/null 2>&1 \
   || die "no webserver_operator-${version} wheel was built"
 log "builder: $(find "${WORK}/wheels" -name '*.whl' | wc -l) wheels"
 
 # --- runtime stage ------------------------------------------------------------------------------------------------
 VENV="${WORK}/venv"
-log "runtime: venv without pip, install from the wheels only (--no-index)"
+log "runtime: venv without pip, install from the wheels only (--no-index, hash-checked), then the project"
 "${PYTHON}" -m venv --without-pip "${VENV}"
 PIP_DISABLE_PIP_VERSION_CHECK=1 "${PYTHON}" -m pip --python "${VENV}/bin/python" install --quiet --no-index \
-  --find-links="${WORK}/wheels" --no-compile webserver-operator
+  --find-links="${WORK}/wheels" --no-compile --require-hashes --only-binary=:all: -r "${ROOT}/requirements.lock"
+PIP_DISABLE_PIP_VERSION_CHECK=1 "${PYTHON}" -m pip --python "${VENV}/bin/python" install --quiet --no-index \
+  --no-deps --no-compile "${WORK}/wheels/project"/webserver_operator-"${version}"-*.whl
 [[ ! -e "${VENV}/bin/pip" ]] || die "pip must not be installed into the runtime venv"
 log "runtime: compileall"
 "${PYTHON}" -m compileall -q -j 0 "${VENV}" >/dev/null

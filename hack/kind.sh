@@ -1,24 +1,37 @@
 #!/usr/bin/env bash
-# The kind backend (machines with a Docker engine): a real cluster with real containers, the operator image built
-# from the Dockerfile and loaded into it. Used by `make e2e-kind` and CLUSTER=kind for `make test` / `make demo`.
+# The kind backend: a real one-node cluster whose pods are real containers, with the operator image built from the
+# Dockerfile and the e2e web images loaded into it. Used by `make e2e-kind`, `make kind-up/kind-down/kind-load` and
+# CLUSTER=kind for the test suites and `make demo`.
 #
-# Usage: hack/kind.sh up | down | kubeconfig | load-image
+# The engine is whatever hack/engine.sh detects (Docker that runs privileged containers, else rootful podman through
+# kind's KIND_EXPERIMENTAL_PROVIDER=podman); the node image is the pinned kindest/node or its offline build
+# (hack/kind-node-image.sh). With the offline image the cluster uses the node's static ptp CNI config
+# (networking.disableDefaultCNI); on a cgroup v1 host the kubelet is told to accept cgroup v1 (failCgroupV1: false).
+#
+# Usage: hack/kind.sh up | down | status | kubeconfig | load-image | load-web | web-images
+#   IMG=<name:tag>  the operator image (default localhost/webserver-operator:0.1.0)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=versions.env
 source "${ROOT}/hack/versions.env"
 CLUSTER_NAME="${KIND_CLUSTER_NAME:-webserver-operator}"
-IMG="${IMG:-ghcr.io/webserver-operator/webserver-operator:0.1.0}"
+IMG="${IMG:-localhost/webserver-operator:0.1.0}"
 STATE="${XDG_CACHE_HOME:-${HOME}/.cache}/webserver-operator/kind"
 KUBECONFIG_PATH="${STATE}/${CLUSTER_NAME}.kubeconfig"
+# kind's node subnets; the offline node image's CNI config allocates from the first node's /24 of POD_SUBNET.
+POD_SUBNET=10.244.0.0/16
+SERVICE_SUBNET=10.96.0.0/16
 
 LOG_PREFIX=kind
 # shellcheck source=lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "${ROOT}/hack/lib.sh"
 
-require_engine() {
-  command -v docker >/dev/null || die "docker is not installed: the kind backend needs a Docker engine (use CLUSTER=local)"
-  docker info >/dev/null 2>&1 || die "no Docker engine answers (\`docker info\` fails): the kind backend needs one (use CLUSTER=local)"
+use_engine() {
+  ENGINE="${ENGINE:-$("${ROOT}/hack/engine.sh" detect)}"
+  export ENGINE
+  if [[ "${ENGINE}" == podman ]]; then
+    export KIND_EXPERIMENTAL_PROVIDER=podman
+  fi
 }
 
 kind_bin() {
@@ -26,39 +39,114 @@ kind_bin() {
   printf '%s/kind\n' "$("${ROOT}/hack/tools.sh" bindir)"
 }
 
+cluster_exists() { "$1" get clusters 2>/dev/null | grep -qxF "${CLUSTER_NAME}"; }
+
+cluster_config() {
+  local image="$1"
+  cat <<EOF
+kind: Cluster
+apiVersion: kind.x-k8s.io/v1alpha4
+networking:
+  podSubnet: ${POD_SUBNET}
+  serviceSubnet: ${SERVICE_SUBNET}
+EOF
+  if [[ "${image}" != *"${KIND_NODE_IMAGE}" ]]; then
+    printf '  disableDefaultCNI: true\n'
+  fi
+  if [[ ! -f /sys/fs/cgroup/cgroup.controllers ]]; then
+    cat <<'EOF'
+kubeadmConfigPatches:
+  - |
+    kind: KubeletConfiguration
+    failCgroupV1: false
+EOF
+  fi
+}
+
 cmd_up() {
-  require_engine
-  local kind
+  use_engine
+  local kind image
   kind="$(kind_bin)"
   mkdir -p "${STATE}"
-  if "${kind}" get clusters 2>/dev/null | grep -qx "${CLUSTER_NAME}"; then
-    log "kind cluster ${CLUSTER_NAME} exists"
+  if cluster_exists "${kind}"; then
+    log "kind cluster ${CLUSTER_NAME} exists (${ENGINE})"
   else
-    log "creating kind cluster ${CLUSTER_NAME} (${KIND_NODE_IMAGE})"
-    "${kind}" create cluster --name "${CLUSTER_NAME}" --image "${KIND_NODE_IMAGE}" --kubeconfig "${KUBECONFIG_PATH}" --wait 120s
+    image="$("${ROOT}/hack/kind-node-image.sh" ensure)"
+    cluster_config "${image}" >"${STATE}/${CLUSTER_NAME}.yaml"
+    log "creating kind cluster ${CLUSTER_NAME} with ${ENGINE} (${image})"
+    "${kind}" create cluster --name "${CLUSTER_NAME}" --image "${image}" --config "${STATE}/${CLUSTER_NAME}.yaml" \
+      --kubeconfig "${KUBECONFIG_PATH}" --wait 180s
   fi
   "${kind}" get kubeconfig --name "${CLUSTER_NAME}" >"${KUBECONFIG_PATH}"
   cmd_load_image
+  cmd_load_web
+}
+
+# load ARCHIVE-OR-IMAGE...: images from the engine's store into the cluster's containerd.
+load_images() {
+  local kind
+  kind="$(kind_bin)"
+  if [[ "${ENGINE}" == docker ]]; then
+    "${kind}" load docker-image --name "${CLUSTER_NAME}" "$@"
+  else
+    # kind's `load docker-image` calls the docker CLI; with podman, save an archive and load that.
+    local archive="${STATE}/load.tar"
+    podman save --format docker-archive -m -o "${archive}" "$@" >/dev/null
+    "${kind}" load image-archive --name "${CLUSTER_NAME}" "${archive}"
+    rm -f "${archive}"
+  fi
 }
 
 cmd_load_image() {
-  require_engine
-  log "building ${IMG}"
-  docker build -t "${IMG}" "${ROOT}"
+  use_engine
+  "${ROOT}/hack/images.sh" operator "${IMG}"
   log "loading ${IMG} into ${CLUSTER_NAME}"
-  "$(kind_bin)" load docker-image "${IMG}" --name "${CLUSTER_NAME}"
+  load_images "${IMG}"
+}
+
+cmd_load_web() {
+  use_engine
+  local images
+  mapfile -t images < <("${ROOT}/hack/images.sh" web)
+  log "loading the e2e web images into ${CLUSTER_NAME}: ${images[*]}"
+  load_images "${images[@]}"
 }
 
 cmd_down() {
-  require_engine
-  "$(kind_bin)" delete cluster --name "${CLUSTER_NAME}" || true
-  rm -f "${KUBECONFIG_PATH}"
+  use_engine
+  local kind
+  kind="$(kind_bin)"
+  if cluster_exists "${kind}"; then
+    "${kind}" delete cluster --name "${CLUSTER_NAME}"
+  fi
+  rm -f "${KUBECONFIG_PATH}" "${STATE}/${CLUSTER_NAME}.yaml"
+  # kind leaves its network behind (shared by all kind clusters): remove it once no container uses it.
+  if "${ENGINE}" network inspect kind >/dev/null 2>&1 &&
+    [[ -z "$("${ENGINE}" ps -aq --filter network=kind)" ]]; then
+    "${ENGINE}" network rm kind >/dev/null && log "removed the unused ${ENGINE} network kind"
+  fi
+  local left
+  left="$("${ENGINE}" ps -aq --filter "label=io.x-k8s.kind.cluster=${CLUSTER_NAME}")"
+  [[ -z "${left}" ]] || die "containers of ${CLUSTER_NAME} are still there: ${left}"
+}
+
+# status: exit 0 when the cluster exists and its API server answers.
+cmd_status() {
+  use_engine
+  local kind
+  kind="$(kind_bin)"
+  cluster_exists "${kind}" || { log "kind cluster ${CLUSTER_NAME} does not exist"; return 1; }
+  "${kind}" get kubeconfig --name "${CLUSTER_NAME}" >"${KUBECONFIG_PATH}"
+  "$("${ROOT}/hack/tools.sh" bindir)/kubectl" --kubeconfig "${KUBECONFIG_PATH}" get nodes -o wide
 }
 
 case "${1:-}" in
 up) cmd_up ;;
+status) cmd_status ;;
 down) cmd_down ;;
 load-image) cmd_load_image ;;
+load-web) cmd_load_web ;;
 kubeconfig) printf '%s\n' "${KUBECONFIG_PATH}" ;;
-*) die "usage: hack/kind.sh up | down | kubeconfig | load-image" ;;
+web-images) "${ROOT}/hack/images.sh" web-names ;;
+*) die "usage: hack/kind.sh up | down | status | kubeconfig | load-image | load-web | web-images" ;;
 esac

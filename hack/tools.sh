@@ -8,6 +8,7 @@
 #
 # Usage:
 #   hack/tools.sh build [kind]   build what is missing (idempotent; seconds when the cache is warm)
+#   hack/tools.sh build node     also kind and the kind node's kubelet, kubeadm and kube-proxy
 #   hack/tools.sh bindir         print the bin directory of the current cache key
 #   hack/tools.sh key            print the cache key
 set -euo pipefail
@@ -83,9 +84,12 @@ k8s_ldflags() {
   printf '%s' "${flags}"
 }
 
-build_kubernetes() {
-  have kubernetes && return 0
+# The tools module for Kubernetes commands: requires k8s.io/kubernetes and pins each replaced staging module to its
+# published version. Shared by the control-plane tools and the node binaries (kubelet, kubeadm, kube-proxy), so the
+# second build reuses every package the first one compiled.
+prepare_kubernetes_module() {
   local dir="${SRC}/kubernetes"
+  [[ -f "${dir}/.ready" ]] && return 0
   log "kubernetes ${KUBERNETES_VERSION}: preparing tools module (staging modules -> ${KUBERNETES_STAGING_VERSION})"
   new_module "${dir}" webserver-operator.local/tools/kubernetes
   (
@@ -117,12 +121,30 @@ PY
     done <replaces.txt
     log "kubernetes: ${n} staging modules pinned"
   )
-  local cmds=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
-  local pkgs=()
-  for c in "${cmds[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/${c}"); done
-  log "kubernetes: go build ${cmds[*]} (one build; the long pole: about 5 minutes cold on 2 cores)"
-  (cd "${dir}" && run_logged kubernetes-build go build -trimpath -ldflags "$(k8s_ldflags)" -o "${BIN}/" "${pkgs[@]}")
-  mark kubernetes "${KUBERNETES_VERSION}"
+  touch "${dir}/.ready"
+}
+
+# build_kubernetes_cmds STAMP NOTE CMD...: one `go build` of k8s.io/kubernetes/cmd/<CMD> into the bin directory.
+build_kubernetes_cmds() {
+  local stamp="$1" note="$2"
+  shift 2
+  have "${stamp}" && return 0
+  prepare_kubernetes_module
+  local pkgs=() c
+  for c in "$@"; do pkgs+=("k8s.io/kubernetes/cmd/${c}"); done
+  log "kubernetes: go build $* (${note})"
+  (cd "${SRC}/kubernetes" && run_logged "${stamp}-build" go build -trimpath -ldflags "$(k8s_ldflags)" -o "${BIN}/" "${pkgs[@]}")
+  mark "${stamp}" "${KUBERNETES_VERSION}"
+}
+
+build_kubernetes() {
+  build_kubernetes_cmds kubernetes "the long pole: about 5 minutes cold on 2 cores" \
+    kube-apiserver kube-controller-manager kube-scheduler kubectl
+}
+
+# The node binaries of the offline kind node image (hack/kind-node-image.sh); kubectl comes from build_kubernetes.
+build_kubernetes_node() {
+  build_kubernetes_cmds kubernetes-node "for the kind node image; a few minutes cold" kubelet kubeadm kube-proxy
 }
 
 build_etcd() {
@@ -222,7 +244,15 @@ cmd_build() {
   build_promtool
   build_etcd
   build_kubernetes
-  if [[ "${1:-}" == "kind" ]]; then build_kind; fi
+  case "${1:-}" in
+  kind) build_kind ;;
+  node)
+    build_kind
+    build_kubernetes_node
+    ;;
+  "") ;;
+  *) die "unknown build target '${1}': use kind or node" ;;
+  esac
   log "all tools ready in $((SECONDS - start))s: ${BIN}"
 }
 
@@ -230,5 +260,5 @@ case "${1:-build}" in
 build) cmd_build "${2:-}" ;;
 bindir) printf '%s\n' "${BIN}" ;;
 key) printf '%s\n' "${KEY}" ;;
-*) die "unknown command '${1}': use build [kind], bindir or key" ;;
+*) die "unknown command '${1}': use build [kind|node], bindir or key" ;;
 esac

@@ -1,9 +1,11 @@
 """Pytest plumbing shared by every suite: markers by folder, the session cluster and per-test namespaces.
 
 The cluster is only started when a collected test needs it, so `make test-unit` never touches one. Tests under
-tests/integration are marked ``integration`` and tests under tests/e2e ``e2e`` automatically; ``kind`` tests are
-skipped with the reason when no Docker engine answers. Tests that run a tool built by `make tools` but need no
-cluster are marked ``tools``: `make test-unit` deselects them (a fresh clone has no tools), `make test` runs them.
+tests/integration are marked ``integration`` and tests under tests/e2e ``e2e`` automatically. ``kind`` tests need real
+containers: they run with CLUSTER=kind (`make e2e-kind`) and are skipped, with that reason, on the other backends.
+With CLUSTER=kind and no usable container engine, the session fails with what to do (hack/engine.sh's message).
+Tests that run a tool built by `make tools` but need no cluster are marked ``tools``: `make test-unit` deselects
+them (a fresh clone has no tools), `make test` runs them.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cluster import Cluster, ClusterUnavailableError, docker_engine_available, provide_cluster
+from tests.support.cluster import Cluster, ClusterUnavailableError, provide_cluster
 from tests.support.cluster import release_cluster as _release
 from tests.support.markers import set_current
 
@@ -23,22 +25,15 @@ _HERE = Path(__file__).parent
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    docker_ok: bool | None = None
+    backend = os.environ.get("CLUSTER", "local")
     for item in items:
         path = Path(str(item.fspath))
         if _HERE / "integration" in path.parents:
             item.add_marker(pytest.mark.integration)
         if _HERE / "e2e" in path.parents:
             item.add_marker(pytest.mark.e2e)
-        if item.get_closest_marker("kind") is not None:
-            if docker_ok is None:
-                docker_ok = docker_engine_available()
-            if not docker_ok:
-                item.add_marker(
-                    pytest.mark.skip(reason="kind test: needs kind and a working Docker engine (`docker info` fails)")
-                )
-            elif os.environ.get("CLUSTER", "local") != "kind":
-                item.add_marker(pytest.mark.skip(reason="kind test: run with CLUSTER=kind (make e2e-kind)"))
+        if item.get_closest_marker("kind") is not None and backend != "kind":
+            item.add_marker(pytest.mark.skip(reason="kind test: needs real containers, run with `make e2e-kind`"))
 
 
 @pytest.hookimpl(wrapper=True)

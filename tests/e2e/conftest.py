@@ -4,7 +4,8 @@
   runs as a host process instead, with the args and env of the Deployment the chart installed (the chart's values are
   what is exercised; bind addresses and log format are overridden so the test can find and read it) and a token of
   the chart's ServiceAccount (the chart's RBAC is what is exercised).
-- kind: the image built from the Dockerfile runs as the chart's pod; nothing is substituted.
+- kind: the image built from the Dockerfile (hack/kind.sh loads it into the cluster) runs as the chart's pod, installed
+  with ``image.repository``/``image.tag`` set to it, as the README's Helm section says; nothing is substituted.
 
 CRD ownership is handled explicitly: integration tests may already have applied the CRD outside Helm, so the
 release is installed with ``--take-ownership`` (the CRD then carries Helm's annotations and ``crds.keep`` protects it
@@ -31,6 +32,14 @@ FULLNAME = "webserver-operator"
 HOST_OVERRIDDEN = ("--metrics-bind-address", "--health-probe-bind-address", "--log-format", "--log-level")
 
 
+def split_image(image: str) -> tuple[str, str]:
+    """``registry/repo:tag`` -> (``registry/repo``, ``tag``); a port in the registry is not a tag."""
+    repository, sep, tag = image.rpartition(":")
+    if not sep or "/" in tag:
+        return image, "latest"
+    return repository, tag
+
+
 def helm(cluster: Cluster, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     cmd = [str(cluster.helm_path), "--kubeconfig", str(cluster.kubeconfig), *args]
     if cluster.context:
@@ -54,13 +63,20 @@ class Release:
 
     @property
     def in_cluster(self) -> bool:
-        return self.cluster.backend == "kind"
+        return self.cluster.runs_containers
 
     def helm_values(self) -> list[str]:
         base = ["--set", f"fullnameOverride={FULLNAME}"]
         if self.in_cluster:
+            repository, tag = split_image(self.cluster.operator_image)
+            base += ["--set", f"image.repository={repository}", "--set", f"image.tag={tag}"]
             base += ["--set", "image.pullPolicy=IfNotPresent"]
         return base + self.values
+
+    def operator_pods(self) -> list[dict[str, Any]]:
+        """The operator's pods (not the `helm test` pod, which carries the chart's labels too)."""
+        selector = "app.kubernetes.io/name=webserver-operator,app.kubernetes.io/component!=test"
+        return list(self.cluster.get_json("pods", "-l", selector, namespace=self.namespace)["items"])
 
     def install(self) -> None:
         helm(

@@ -1,23 +1,30 @@
 """End to end: install the chart, use WebServers as a person would, upgrade the release, uninstall it.
 
-Runs in file order against one release (see conftest.py for how the operator runs on each backend). The kind-only
-checks at the end need real containers and run where a Docker engine answers (CLUSTER=kind, make e2e-kind).
+Runs in file order against one release (see conftest.py for how the operator runs on each backend). The ``kind``
+tests, placed right after the step they check, need real containers (CLUSTER=kind, `make e2e-kind`): the operator pod
+passing its real probes as UID 65532 on a read-only root filesystem, web server pods answering on the NodePort after
+each change, repairs with real pods, a restarted operator pod writing nothing, `helm test`, logs and /metrics.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
+import time
 import urllib.request
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+import yaml
 
 from tests.e2e.conftest import FULLNAME, Release, helm
 from tests.support.cluster import ROOT, Cluster, wait_until
 from tests.support.webservers import wait_field, wait_ready
 
 SAMPLE = ROOT / "config" / "samples" / "web_v1_webserver.yaml"
+WEB_PAGE_MARK = "Welcome to nginx!"
+"""The page both nginx and the Debian-nginx stand-in serve at / (hack/images/nginx.Containerfile)."""
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +48,47 @@ def test_operator_pod_is_admitted_in_a_restricted_namespace(cluster: Cluster, re
     assert len(pods["items"]) == 1, pods["items"]
 
 
+@pytest.mark.kind
+def test_kind_operator_pod_is_ready_read_only_as_65532_under_restricted(cluster: Cluster, release: Release) -> None:
+    (pod,) = release.operator_pods()
+    name = pod["metadata"]["name"]
+    (container,) = pod["spec"]["containers"]
+    print(f"\noperator pod {name} securityContext (from the API server):")
+    print(json.dumps({"pod": pod["spec"].get("securityContext"), "container": container["securityContext"]}, indent=2))
+    assert container["image"] == cluster.operator_image
+    # Ready through the real probes: the kubelet ran them against the operator's health endpoints.
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    conditions = {c["type"]: c["status"] for c in pod["status"]["conditions"]}
+    assert conditions["Ready"] == "True", pod["status"]
+    (status,) = pod["status"]["containerStatuses"]
+    assert status["ready"] is True and "running" in status["state"], status
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+
+    def in_pod(code: str) -> subprocess.CompletedProcess[str]:
+        return cluster.kubectl("exec", name, "-n", release.namespace, "--", "python", "-c", code, check=False)
+
+    ids = in_pod("import os; print(os.getuid(), os.getgid(), os.geteuid())")
+    assert ids.stdout.split() == ["65532", "65532", "65532"], ids.stdout + ids.stderr
+    root_write = in_pod("open('/probe', 'w')")
+    assert root_write.returncode != 0 and "Read-only file system" in root_write.stderr, root_write.stderr
+    tmp_write = in_pod("open('/tmp/probe', 'w').write('ok')")
+    assert tmp_write.returncode == 0, tmp_write.stderr
+    # The restricted level is enforced, not just labelled: a privileged pod is refused in the same namespace.
+    privileged = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "privileged-probe"},
+        "spec": {
+            "containers": [{"name": "c", "image": cluster.operator_image, "securityContext": {"privileged": True}}]
+        },
+    }
+    refused = cluster.kubectl(
+        "apply", "--dry-run=server", "-n", release.namespace, "-f", "-", input=json.dumps(privileged), check=False
+    )
+    assert refused.returncode != 0 and 'violates PodSecurity "restricted' in refused.stderr, refused.stderr
+
+
 def test_crd_is_owned_by_the_release_and_kept(cluster: Cluster, release: Release) -> None:
     crd = cluster.get_json("crd", "webservers.web.webserver-operator.dev")
     annotations = crd["metadata"].get("annotations", {})
@@ -49,10 +97,23 @@ def test_crd_is_owned_by_the_release_and_kept(cluster: Cluster, release: Release
 
 
 def test_sample_webserver_becomes_ready(cluster: Cluster, release: Release, app_namespace: str) -> None:
-    cluster.kubectl("apply", "-n", app_namespace, "-f", str(SAMPLE))
-    ws = wait_ready(cluster, app_namespace, "webserver-sample", timeout=120)
+    sample = yaml.safe_load(SAMPLE.read_text())
+    sample["spec"]["image"] = cluster.web_images[0]  # the sample's nginx where it can be pulled, else the stand-in
+    cluster.apply(sample, namespace=app_namespace)
+    ws = wait_ready(cluster, app_namespace, "webserver-sample", timeout=180)
     assert ws["status"]["readyReplicas"] == 2
     assert 30000 <= ws["status"]["nodePort"] <= 32767
+
+
+@pytest.mark.kind
+def test_kind_sample_pods_run_and_the_node_port_serves_the_page(cluster: Cluster, app_namespace: str) -> None:
+    pods = _web_pods(cluster, app_namespace)
+    assert len(pods) == 2, [p["metadata"]["name"] for p in pods]
+    for pod in pods:
+        (status,) = pod["status"]["containerStatuses"]
+        assert pod["status"]["phase"] == "Running" and status["ready"], pod["status"]
+        assert pod["spec"]["containers"][0]["image"] == cluster.web_images[0]
+    _serve(cluster, app_namespace)
 
 
 def test_kubectl_scale_webserver(cluster: Cluster, release: Release, app_namespace: str) -> None:
@@ -69,6 +130,13 @@ def test_kubectl_scale_webserver(cluster: Cluster, release: Release, app_namespa
     )
 
 
+@pytest.mark.kind
+def test_kind_node_port_serves_after_the_scale(cluster: Cluster, app_namespace: str) -> None:
+    pods = _wait_rolled_out(cluster, app_namespace, image=cluster.web_images[0], replicas=3)
+    assert len({p["status"]["podIP"] for p in pods}) == 3
+    _serve(cluster, app_namespace)
+
+
 def test_image_upgrade(cluster: Cluster, release: Release, app_namespace: str) -> None:
     cluster.kubectl(
         "patch",
@@ -78,7 +146,7 @@ def test_image_upgrade(cluster: Cluster, release: Release, app_namespace: str) -
         app_namespace,
         "--type=merge",
         "-p",
-        '{"spec":{"image":"nginx:1.28"}}',
+        json.dumps({"spec": {"image": cluster.web_images[1]}}),
     )
     wait_field(
         cluster,
@@ -86,10 +154,47 @@ def test_image_upgrade(cluster: Cluster, release: Release, app_namespace: str) -
         "webserver-sample",
         namespace=app_namespace,
         path="spec.template.spec.containers.0.image",
-        expected="nginx:1.28",
+        expected=cluster.web_images[1],
     )
     ws = wait_ready(cluster, app_namespace, "webserver-sample", timeout=180)
     assert ws["status"]["observedGeneration"] == ws["metadata"]["generation"]
+
+
+@pytest.mark.kind
+def test_kind_node_port_serves_the_new_image(cluster: Cluster, app_namespace: str) -> None:
+    _wait_rolled_out(cluster, app_namespace, image=cluster.web_images[1], replicas=3)
+    _serve(cluster, app_namespace)
+
+
+@pytest.mark.kind
+def test_kind_drift_is_repaired_with_real_pods(cluster: Cluster, app_namespace: str) -> None:
+    """Someone edits the managed Deployment by hand: the operator puts its fields back and the pods follow."""
+    cluster.kubectl(
+        "patch",
+        "deployment",
+        "webserver-sample",
+        "-n",
+        app_namespace,
+        "--type=json",
+        "-p",
+        json.dumps(
+            [
+                {"op": "replace", "path": "/spec/replicas", "value": 1},
+                {"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": cluster.web_images[0]},
+            ]
+        ),
+    )
+    wait_field(cluster, "deployment", "webserver-sample", namespace=app_namespace, path="spec.replicas", expected=3)
+    wait_field(
+        cluster,
+        "deployment",
+        "webserver-sample",
+        namespace=app_namespace,
+        path="spec.template.spec.containers.0.image",
+        expected=cluster.web_images[1],
+    )
+    _wait_rolled_out(cluster, app_namespace, image=cluster.web_images[1], replicas=3)
+    _serve(cluster, app_namespace)
 
 
 def test_deleted_children_are_repaired(cluster: Cluster, release: Release, app_namespace: str) -> None:
@@ -103,6 +208,76 @@ def test_deleted_children_are_repaired(cluster: Cluster, release: Release, app_n
 
         wait_until(replaced, timeout=60, message=f"the {kind} to be recreated")
     wait_ready(cluster, app_namespace, "webserver-sample", timeout=120)
+
+
+@pytest.mark.kind
+def test_kind_deleted_children_come_back_with_serving_pods(cluster: Cluster, app_namespace: str) -> None:
+    _wait_rolled_out(cluster, app_namespace, image=cluster.web_images[1], replicas=3)
+    _serve(cluster, app_namespace)
+
+
+@pytest.mark.kind
+def test_kind_helm_test_passes(cluster: Cluster, release: Release) -> None:
+    result = helm(cluster, "test", release.name, "-n", release.namespace, "--logs", check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    print(f"\n{result.stdout}")
+
+
+@pytest.mark.kind
+def test_kind_logs_and_metrics_come_from_the_running_pod(cluster: Cluster, release: Release) -> None:
+    (pod,) = release.operator_pods()
+    assert pod["status"]["phase"] == "Running"
+    logs = cluster.kubectl("logs", pod["metadata"]["name"], "-n", release.namespace, "--tail=-1").stdout.splitlines()
+    parsed = [json.loads(line) for line in logs if line.startswith("{")]
+    assert parsed and len(parsed) == len(logs), "every log line is one JSON object (logFormat: json)"
+    assert any(entry.get("msg", "").startswith("caches synced") for entry in parsed), logs[-20:]
+    # /metrics straight from the pod's metrics port (the API server's pod proxy), not through the Service.
+    raw = cluster.kubectl(
+        "get", "--raw", f"/api/v1/namespaces/{release.namespace}/pods/{pod['metadata']['name']}:8080/proxy/metrics"
+    ).stdout
+    assert 'controller_runtime_reconcile_total{controller="webserver",result="success"}' in raw
+    assert release.metric("controller_runtime_reconcile_total", {"controller": "webserver"}) > 0
+
+
+@pytest.mark.kind
+def test_kind_deleted_operator_pod_is_replaced_and_writes_nothing(
+    cluster: Cluster, release: Release, app_namespace: str
+) -> None:
+    """Converged WebServer, Deployment and Service keep their resourceVersion across an operator pod restart."""
+    objects = ("webserver", "deployment", "service")
+
+    def versions() -> dict[str, str]:
+        return {
+            kind: cluster.get_json(kind, "webserver-sample", namespace=app_namespace)["metadata"]["resourceVersion"]
+            for kind in objects
+        }
+
+    time.sleep(3)  # let trailing status updates of the last rollout settle
+    before = versions()
+    (old,) = release.operator_pods()
+    cluster.kubectl("delete", "pod", old["metadata"]["name"], "-n", release.namespace, "--wait=true", timeout=120)
+
+    def replacement() -> dict[str, Any] | None:
+        pods = [p for p in release.operator_pods() if p["metadata"]["uid"] != old["metadata"]["uid"]]
+        ready = [
+            p
+            for p in pods
+            if any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions", []))
+        ]
+        return ready[0] if ready else None
+
+    new = wait_until(replacement, timeout=180, message="the Deployment to start a new, Ready operator pod")
+    # The new pod has taken the lease over and reconciled the WebServer (its own counter, from its own /metrics).
+    wait_until(
+        lambda: (
+            release.metric("controller_runtime_reconcile_total", {"controller": "webserver", "result": "success"}) >= 1
+        ),
+        timeout=120,
+        message=f"{new['metadata']['name']} to reconcile the WebServer",
+    )
+    time.sleep(3)
+    assert versions() == before, "the restarted operator wrote to converged objects"
+    _serve(cluster, app_namespace)
 
 
 def test_serviceaccount_has_exactly_the_rules_it_needs(cluster: Cluster, release: Release) -> None:
@@ -140,51 +315,14 @@ def test_helm_upgrade_with_changed_values(cluster: Cluster, release: Release, ap
     assert "--workers=2" in args, args
     assert "--log-level=DEBUG" in args, args
     release.start_operator()  # what kubelet does when the pod template changes
-    # Ready means caches synced; the controller (and its gauge) starts once this replica holds the Lease.
+    # The new pod registers its controller once it leads (after the old pod hands the Lease over).
     wait_until(
         lambda: release.metric("controller_runtime_max_concurrent_reconciles", {"controller": "webserver"}) == 2,
-        timeout=45,
-        message="the upgraded operator to lead with 2 workers",
+        timeout=90,
+        message="the upgraded operator to run its controller with 2 workers",
     )
     cluster.kubectl("scale", "webserver/webserver-sample", "-n", app_namespace, "--replicas=1")
     wait_field(cluster, "deployment", "webserver-sample", namespace=app_namespace, path="spec.replicas", expected=1)
-
-
-@pytest.mark.kind
-def test_kind_operator_pod_runs_and_logs(cluster: Cluster, release: Release) -> None:
-    pods = cluster.get_json("pods", "-l", "app.kubernetes.io/name=webserver-operator", namespace=release.namespace)[
-        "items"
-    ]
-    assert pods
-    assert all(p["status"]["phase"] == "Running" for p in pods)
-    logs = cluster.kubectl("logs", f"deployment/{FULLNAME}", "-n", release.namespace, "--tail=50").stdout.splitlines()
-    parsed = [json.loads(line) for line in logs if line.startswith("{")]
-    assert any(entry.get("msg", "").startswith("caches synced") for entry in parsed), logs
-
-
-@pytest.mark.kind
-def test_kind_helm_test_passes(cluster: Cluster, release: Release) -> None:
-    result = helm(cluster, "test", release.name, "-n", release.namespace, "--logs", check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
-@pytest.mark.kind
-def test_kind_nodeport_serves_the_web_page(cluster: Cluster, release: Release, app_namespace: str) -> None:
-    ws = wait_ready(cluster, app_namespace, "webserver-sample", timeout=180)
-    node = cluster.get_json("nodes")["items"][0]
-    address = next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
-    url = f"http://{address}:{ws['status']['nodePort']}/"
-    body = wait_until(lambda: _fetch(url), timeout=60, message=f"{url} to answer")
-    assert "Welcome to nginx" in body
-
-
-def _fetch(url: str) -> str | None:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as resp:  # noqa: S310 - the kind node's own address
-            text: str = resp.read().decode()
-            return text
-    except (OSError, subprocess.SubprocessError):
-        return None
 
 
 def test_helm_uninstall_keeps_the_crd_and_the_webservers(
@@ -195,5 +333,63 @@ def test_helm_uninstall_keeps_the_crd_and_the_webservers(
     assert cluster.get_or_none("deployment", FULLNAME, namespace=release.namespace) is None
     assert cluster.kubectl("get", "crd", "webservers.web.webserver-operator.dev", check=False).returncode == 0
     ws = cluster.get_json("webserver", "webserver-sample", namespace=app_namespace)
-    assert ws["spec"]["image"] == "nginx:1.28"
+    assert ws["spec"]["image"] == cluster.web_images[1]
     assert cluster.get_or_none("deployment", "webserver-sample", namespace=app_namespace) is not None
+
+
+@pytest.mark.kind
+def test_kind_after_uninstall_the_operator_pod_is_gone_and_the_web_servers_still_serve(
+    cluster: Cluster, release: Release, app_namespace: str
+) -> None:
+    wait_until(lambda: not release.operator_pods(), timeout=120, message="the operator pod to be deleted")
+    _serve(cluster, app_namespace)
+
+
+# --- helpers --------------------------------------------------------------------------------------------------------
+
+
+def _web_pods(cluster: Cluster, namespace: str) -> list[dict[str, Any]]:
+    pods = cluster.get_json("pods", "-l", "app.kubernetes.io/instance=webserver-sample", namespace=namespace)["items"]
+    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+
+
+def _ready_web_pods(cluster: Cluster, namespace: str) -> list[dict[str, Any]]:
+    return [
+        p
+        for p in _web_pods(cluster, namespace)
+        if p["status"].get("phase") == "Running"
+        and all(s.get("ready") for s in p["status"].get("containerStatuses") or [{}])
+    ]
+
+
+def _wait_rolled_out(cluster: Cluster, namespace: str, *, image: str, replicas: int) -> list[dict[str, Any]]:
+    """Wait until exactly ``replicas`` web server pods exist, all running ``image`` and ready."""
+
+    def rolled() -> list[dict[str, Any]] | None:
+        pods = _web_pods(cluster, namespace)
+        images = {p["spec"]["containers"][0]["image"] for p in pods}
+        ready = _ready_web_pods(cluster, namespace)
+        return pods if images == {image} and len(ready) == len(pods) == replicas else None
+
+    return wait_until(rolled, timeout=180, message=f"{replicas} ready web server pods on {image}")
+
+
+def _serve(cluster: Cluster, namespace: str) -> str:
+    """GET http://<node>:<nodePort>/ as a user outside the cluster would; the body must be the web page."""
+    ws = wait_ready(cluster, namespace, "webserver-sample", timeout=180)
+    node = cluster.get_json("nodes")["items"][0]
+    address = next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
+    url = f"http://{address}:{ws['status']['nodePort']}/"
+    body = wait_until(lambda: _fetch(url), timeout=60, message=f"{url} to answer")
+    assert WEB_PAGE_MARK in body, body[:500]
+    print(f"\ncurl {url} ->\n{body[:400]}")
+    return body
+
+
+def _fetch(url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:  # noqa: S310 - the kind node's own address
+            text: str = resp.read().decode()
+            return text
+    except (OSError, subprocess.SubprocessError):
+        return None

@@ -10,7 +10,10 @@ Backends (environment variable CLUSTER):
   otherwise started for the session and stopped at its end. Never the demo's cluster (hack/demo.sh runs its own).
 - ``existing``: a cluster you own, named explicitly with KUBE_CONTEXT (the suites install cluster-scoped objects,
   so there is no silent default).
-- ``kind``: a kind cluster on a machine with a working Docker engine.
+- ``kind``: a kind cluster (hack/kind.sh) whose pods are real containers, on a machine with a container engine that
+  runs privileged containers (hack/engine.sh: Docker, else rootful podman; `make engine` installs one). It is reused
+  when already running (`make e2e-kind` starts it first, so its long first build shows its progress), otherwise
+  started for the session and deleted at its end.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import subprocess
 import time
 import uuid
@@ -44,15 +46,25 @@ def tools_bin() -> Path:
     return Path(out.stdout.strip())
 
 
-def docker_engine_available() -> bool:
-    """True only when a Docker engine answers: a docker client without an engine is not enough for kind."""
-    if shutil.which("docker") is None:
-        return False
+DEFAULT_OPERATOR_IMAGE = "localhost/webserver-operator:dev"
+"""The Makefile's default IMG: what hack/kind.sh builds and loads into kind unless IMG names another image."""
+DEFAULT_WEB_IMAGES = ("nginx:1.27", "nginx:1.28")
+"""The web server images WebServers run (the sample's, then the one an image change moves to) where no container
+runs them (local control plane); kind clusters get theirs from hack/kind.sh web-images."""
+
+
+def container_engine() -> str:
+    """The engine kind uses here (``docker`` or ``podman``), by the rule of hack/engine.sh, which every script shares:
+    Docker only when a --privileged container starts, else podman. Raises ClusterUnavailableError saying what to do."""
     try:
-        result = subprocess.run(["docker", "info"], capture_output=True, timeout=20, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return result.returncode == 0
+        result = subprocess.run(
+            [str(HACK / "engine.sh"), "detect"], capture_output=True, text=True, timeout=120, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise ClusterUnavailableError(f"hack/engine.sh detect did not answer: {err}") from err
+    if result.returncode != 0:
+        raise ClusterUnavailableError(result.stderr.strip().splitlines()[-1] if result.stderr.strip() else "no engine")
+    return result.stdout.strip()
 
 
 @dataclass
@@ -64,6 +76,13 @@ class Cluster:
     context: str | None = None
     bin_dir: Path = field(default_factory=tools_bin)
     started_here: bool = False
+    operator_image: str = DEFAULT_OPERATOR_IMAGE
+    web_images: tuple[str, str] = DEFAULT_WEB_IMAGES
+
+    @property
+    def runs_containers(self) -> bool:
+        """True where pods are real containers (kind); the local control plane's kwok nodes only simulate them."""
+        return self.backend == "kind"
 
     @property
     def kubectl_path(self) -> Path:
@@ -216,14 +235,29 @@ def provide_cluster(backend: str) -> Cluster:
         kubeconfig = Path(os.environ.get("KUBECONFIG", str(Path.home() / ".kube" / "config")).split(os.pathsep)[0])
         return Cluster(backend="existing", kubeconfig=kubeconfig, context=context)
     if backend == "kind":
-        if not docker_engine_available():
-            raise ClusterUnavailableError(
-                "CLUSTER=kind needs a working Docker engine (`docker info` fails here); use CLUSTER=local instead."
-            )
-        _run_hack(["kind.sh", "up"], timeout=3600)
-        out = subprocess.run([str(HACK / "kind.sh"), "kubeconfig"], check=True, capture_output=True, text=True)
-        return Cluster(backend="kind", kubeconfig=Path(out.stdout.strip()), started_here=True)
+        container_engine()
+        running = subprocess.run([str(HACK / "kind.sh"), "status"], capture_output=True, timeout=120, check=False)
+        if running.returncode != 0:
+            _run_hack(["kind.sh", "up"], timeout=3600)
+        return Cluster(
+            backend="kind",
+            kubeconfig=Path(_hack_output("kind.sh", "kubeconfig")),
+            started_here=running.returncode != 0,
+            operator_image=os.environ.get("IMG") or DEFAULT_OPERATOR_IMAGE,
+            web_images=_web_images(),
+        )
     raise ClusterUnavailableError(f"unknown CLUSTER={backend!r}: use local (default), existing or kind")
+
+
+def _hack_output(*args: str) -> str:
+    return subprocess.run([str(HACK / args[0]), *args[1:]], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _web_images() -> tuple[str, str]:
+    lines = _hack_output("kind.sh", "web-images").splitlines()
+    if len(lines) != 2:
+        raise ClusterUnavailableError(f"hack/kind.sh web-images printed {lines}, expected two image names")
+    return lines[0], lines[1]
 
 
 def release_cluster(cluster: Cluster) -> None:
