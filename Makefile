@@ -99,6 +99,23 @@ cluster-status: ## Show the local cluster's nodes.
 kubeconfig: ## Print the admin kubeconfig path of the local cluster (use with make -s).
 	@hack/cluster.sh kubeconfig
 
+##@ Benchmark
+
+BENCH_ARGS ?=
+
+$(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt
+	$(PY) -m pip install --quiet -r bench/requirements.txt
+	touch $@
+
+.PHONY: bench
+bench: venv tools $(VENV)/.bench-installed ## Benchmark vs the raw API limit, a Go and a kopf peer (N=100,1000; BENCH_ARGS="--n 100 --rounds 1"). Not in make test.
+	bench/peers/go/build.sh >/dev/null
+	$(PY) -m bench run $(BENCH_ARGS)
+
+.PHONY: bench-profile
+bench-profile: venv tools $(VENV)/.bench-installed ## Profile the operator (py-spy, tracemalloc) during a bulk create of 1000 WebServers.
+	$(PY) -m bench profile $(BENCH_ARGS)
+
 ##@ Build
 
 .PHONY: image-recipe
