@@ -86,9 +86,20 @@ class Tracker:
         self._synced: dict[str, asyncio.Event] = {kind: asyncio.Event() for kind in KINDS}
 
     async def start(self) -> None:
+        """Start the watches; return once every kind is listed, raise the first watch's error instead."""
         for kind in KINDS:
             self._tasks.append(asyncio.create_task(self._run(kind), name=f"watch-{kind}"))
-        await asyncio.wait_for(asyncio.gather(*(e.wait() for e in self._synced.values())), timeout=60)
+        synced = asyncio.ensure_future(asyncio.gather(*(e.wait() for e in self._synced.values())))
+        waiters: list[asyncio.Future[Any]] = [synced, *self._tasks]
+        done, _ = await asyncio.wait(waiters, timeout=60, return_when=asyncio.FIRST_COMPLETED)
+        if synced not in done:
+            synced.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await synced
+            failed = [t for t in self._tasks if t.done()]
+            if failed:
+                await failed[0]  # raises the watch's own error
+            raise TimeoutError("the benchmark's watches did not list WebServers, Deployments and Services in 60 s")
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -100,7 +111,13 @@ class Tracker:
     async def _run(self, kind: str) -> None:
         path = KINDS[kind].format(ns=self.namespace)
         while True:
-            listing = await self.api.request("GET", path, seconds=120)
+            try:
+                listing = await self.api.request("GET", path, seconds=120)
+            except ApiError as err:
+                if err.status != 429:  # a just-registered CRD answers 429 while its storage initialises
+                    raise
+                await asyncio.sleep(0.5)
+                continue
             now = time.time()
             seen = set()
             for item in listing.get("items") or []:

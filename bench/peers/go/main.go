@@ -31,11 +31,11 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
-var scheme = runtime.NewScheme()
+var peerScheme = runtime.NewScheme()
 
 func init() {
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(SchemeBuilder.AddToScheme(scheme))
+	utilruntime.Must(clientgoscheme.AddToScheme(peerScheme))
+	utilruntime.Must(SchemeBuilder.AddToScheme(peerScheme))
 }
 
 func main() {
@@ -67,7 +67,7 @@ func runOperator(args []string) int {
 	cfg := ctrl.GetConfigOrDie()
 	cfg.UserAgent = "webserver-peer-go"
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
+		Scheme:                 peerScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		LeaderElection:         false,
@@ -116,7 +116,7 @@ func runRaw(args []string) int {
 	}
 	cfg := ctrl.GetConfigOrDie()
 	cfg.UserAgent = "webserver-raw-go"
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(cfg, client.Options{Scheme: peerScheme})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "raw: client: %v\n", err)
 		return 1
@@ -127,7 +127,7 @@ func runRaw(args []string) int {
 		fmt.Fprintf(os.Stderr, "raw: list WebServers: %v\n", err)
 		return 1
 	}
-	r := &WebServerReconciler{Client: c, Scheme: scheme}
+	r := &WebServerReconciler{Client: c, Scheme: peerScheme}
 	var jobs []func() error
 	for i := range list.Items {
 		ws := &list.Items[i]

@@ -5,8 +5,12 @@ Why this shape: kopf is not a client library and has no "Owns"; its documentatio
 (here kubernetes_asyncio, since async handlers run in kopf's own loop), and reaches other objects through in-memory
 indexes (``@kopf.index``) from handlers on those objects. So: WebServer handlers ensure the two children; event
 handlers on the (label-filtered) children recreate a deleted one, revert drift, and write the WebServer's status.
-Everything else is kopf's default (progress and diff-base annotations, Kubernetes Events per handler), with
-``queueing.worker_limit = 4`` so every operator in the benchmark has the same 4 workers.
+Everything else is kopf's default (progress and diff-base annotations, Kubernetes Events per handler).
+
+Four workers, as for every operator in the benchmark: kopf runs one lightweight task per object (its
+``queueing.worker_limit`` caps those tasks, and each lingers ``idle_timeout``, 5 s, after its object's last event, so
+a cap of 4 would mean 4 objects per 5 s, not 4 workers). The peer keeps kopf's default and lets at most 4 handler
+bodies run at once (a semaphore), which is what 4 workers are in controller-runtime and in webserver-operator.
 
 The children and status are the same as webserver-operator's (names, labels, selector, owner reference, container,
 port; status observedGeneration, replicas, readyReplicas, selector, nodePort, Ready condition), checked by the
@@ -146,6 +150,9 @@ def ready_condition(ws: Body, deployment: Body | None, service: Body | None) -> 
     desired = (ws.get("spec") or {}).get("replicas", 1)
     if deployment is None or service is None:
         return "False", "Creating", f"Creating the Deployment and Service {ws['metadata']['name']}."
+    if deployment_drift(deployment, desired_deployment(ws)) is not None:
+        # The indexed Deployment predates the latest spec (its update is on its way): not Ready yet.
+        return "False", "RollingOut", f"Updating Deployment {ws['metadata']['name']} to generation {generation}."
     st = deployment.get("status") or {}
     if st.get("observedGeneration", 0) < deployment["metadata"].get("generation", 0):
         return "False", "RollingOut", f"Waiting for the Deployment controller (WebServer generation {generation})."
@@ -196,12 +203,13 @@ def compute_status(ws: Body, deployment: Body | None, service: Body | None) -> B
 
 @kopf.on.startup()
 async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
-    settings.queueing.worker_limit = WORKERS
     await config.load_kube_config()
     api = client.ApiClient()
     api.user_agent = "webserver-peer-kopf"
     memo.api = api
+    memo.slots = asyncio.Semaphore(WORKERS)
     memo.locks = {}
+    memo.written = {}
 
 
 @kopf.on.cleanup()
@@ -257,10 +265,17 @@ async def _patch(memo: kopf.Memo, namespace: str, kind: str, name: str, patch: B
 
 
 async def ensure_children(
-    ws: Body, memo: kopf.Memo, dep_index: kopf.Index[Any, Any], svc_index: kopf.Index[Any, Any]
+    ws: Body,
+    memo: kopf.Memo,
+    dep_index: kopf.Index[Any, Any],
+    svc_index: kopf.Index[Any, Any],
+    kinds: tuple[str, ...] = ("Deployment", "Service"),
 ) -> None:
+    """Create the missing children of ``kinds`` and put drifted owned fields back."""
     namespace, name = ws["metadata"]["namespace"], ws["metadata"]["name"]
     for want, index in ((desired_deployment(ws), dep_index), (desired_service(ws), svc_index)):
+        if want["kind"] not in kinds:
+            continue
         live = _one(index, (namespace, name))
         if live is None:
             await _create(memo, namespace, want)
@@ -286,7 +301,8 @@ async def sync_status(
         if ws is None:
             return
         status = compute_status(ws, _one(dep_index, (namespace, name)), _one(svc_index, (namespace, name)))
-        if status == (ws.get("status") or {}):
+        # The index may not have seen our last write yet: compare with what was written last.
+        if status == memo.written.get((namespace, name), ws.get("status") or {}):
             return
         try:
             # Custom objects need an explicit merge-patch content type (the client would pick JSON Patch); the
@@ -300,6 +316,7 @@ async def sync_status(
                 {"status": status},
                 _content_type="application/merge-patch+json",
             )
+            memo.written[(namespace, name)] = status
         except ApiException as err:
             if err.status != 404:
                 raise
@@ -319,19 +336,21 @@ async def reconcile_webserver(
     # kopf passes each index as a keyword argument named like its function.
     webservers, deployments, services = kwargs["webservers"], kwargs["deployments"], kwargs["services"]
     ws = {k: body.get(k) for k in ("apiVersion", "kind", "metadata", "spec", "status")}
-    await ensure_children(ws, memo, deployments, services)
-    await sync_status(
-        namespace=namespace or "",
-        name=name,
-        memo=memo,
-        ws_index=webservers,
-        dep_index=deployments,
-        svc_index=services,
-    )
+    async with memo.slots:
+        await ensure_children(ws, memo, deployments, services)
+        await sync_status(
+            namespace=namespace or "",
+            name=name,
+            memo=memo,
+            ws_index=webservers,
+            dep_index=deployments,
+            svc_index=services,
+        )
 
 
 async def _on_child(
     *,
+    kind: str,
     event_type: str | None,
     namespace: str,
     name: str,
@@ -343,16 +362,17 @@ async def _on_child(
     ws = _one(webservers, (namespace, name))
     if ws is None or ws["metadata"].get("deletionTimestamp"):
         return
-    if event_type == "DELETED" or event_type is None or event_type == "MODIFIED":
-        await ensure_children(ws, memo, deployments, services)
-    await sync_status(
-        namespace=namespace or "",
-        name=name,
-        memo=memo,
-        ws_index=webservers,
-        dep_index=deployments,
-        svc_index=services,
-    )
+    async with memo.slots:
+        if event_type in ("DELETED", "MODIFIED", None):  # None: the initial listing
+            await ensure_children(ws, memo, deployments, services, kinds=(kind,))
+        await sync_status(
+            namespace=namespace or "",
+            name=name,
+            memo=memo,
+            ws_index=webservers,
+            dep_index=deployments,
+            svc_index=services,
+        )
 
 
 @kopf.on.event("apps", "v1", "deployments", labels=MANAGED)
@@ -365,6 +385,7 @@ async def deployment_event(
     **kwargs: Any,
 ) -> None:
     await _on_child(
+        kind="Deployment",
         event_type=type,
         namespace=namespace or "",
         name=name,
@@ -385,6 +406,7 @@ async def service_event(
     **kwargs: Any,
 ) -> None:
     await _on_child(
+        kind="Service",
         event_type=type,
         namespace=namespace or "",
         name=name,
