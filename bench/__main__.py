@@ -23,6 +23,7 @@ from bench import charts, report
 from bench.cluster import ROOT
 from bench.progress import say
 from bench.runner import Plan, run_plan
+from bench.scenarios import SCENARIOS
 from bench.systems import SYSTEMS
 
 RESULTS = ROOT / "bench" / "results"
@@ -58,6 +59,13 @@ def write_outputs(results: dict[str, object], json_path: Path, *, readme: bool) 
 def cmd_run(args: argparse.Namespace) -> int:
     sizes = [(n, 1) for n in (args.n or [100, 1000])] + [(n, 0) for n in args.zero or []]
     systems = [s for s in args.systems.split(",") if s]
+    unknown_scenarios = {s for s in args.scenarios.split(",") if s} - set(SCENARIOS)
+    if unknown_scenarios:
+        print(
+            f"unknown scenario(s) {', '.join(sorted(unknown_scenarios))}: choose from {', '.join(SCENARIOS)}",
+            file=sys.stderr,
+        )
+        return 2
     unknown = set(systems) - set(SYSTEMS)
     if unknown:
         print(f"unknown system(s) {', '.join(sorted(unknown))}: choose from {', '.join(SYSTEMS)}", file=sys.stderr)
@@ -71,6 +79,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raw_concurrency=_ints(args.raw_concurrency),
         repairs=args.repairs,
         steady_seconds=args.steady_seconds,
+        scenarios=tuple(s for s in args.scenarios.split(",") if s),
         log_dir=RESULTS / "logs" / stamp,
     )
     say(f"benchmark {stamp}: sizes {sizes}, {args.rounds} round(s), systems {systems}")
@@ -109,6 +118,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     run.add_argument("--repairs", type=int, default=100, help="child deletions and drift edits each (default 100)")
     run.add_argument("--steady-seconds", type=float, default=60.0, help="steady-state window (default 60)")
+    run.add_argument(
+        "--scenarios",
+        default=",".join(SCENARIOS),
+        help=f"operator scenarios to run (default all: {','.join(SCENARIOS)})",
+    )
     run.add_argument("--no-readme", action="store_true", help="do not update README.md")
     run.set_defaults(func=cmd_run)
     rep = sub.add_parser("report", help="redraw the table and charts of a results JSON")

@@ -36,7 +36,7 @@ class Row:
     label: str
     paths: tuple[str, ...]
     raw_paths: tuple[str, ...] | None = None
-    digits: int = 2
+    digits: int | tuple[int, ...] = 2
     ratio: bool = True
 
 
@@ -85,9 +85,9 @@ ROWS = (
     ),
     Row("new image: status lag p50 / p99 (ms)", ("image.status_lag_ms.p50", "image.status_lag_ms.p99"), digits=0),
     Row("CPU per WebServer, image fan-out (ms)", ("image.cpu_per_ws_ms",), digits=1),
-    Row("steady state 60 s: writes / reads (get, list)", ("steady.requests.writes", "steady.requests.reads"), digits=0),
-    Row("steady state 60 s: Events written", ("steady.events_created",), digits=0, ratio=False),
-    Row("restart over N converged: writes / time until quiet (s)", ("restart.writes", "restart.idle_s"), digits=1),
+    Row("steady state: writes / reads (get, list)", ("steady.requests.writes", "steady.requests.reads"), digits=0),
+    Row("steady state: Events written", ("steady.events_created",), digits=0, ratio=False),
+    Row("restart over N converged: writes / time until quiet (s)", ("restart.writes", "restart.idle_s"), digits=(0, 1)),
     Row("process start to first reconcile (s)", ("start.first_reconcile_s",)),
     Row("RSS converged, end of steady state (MB)", ("steady.rss_end_mb",), digits=0),
 )
@@ -115,10 +115,11 @@ def medians(runs: Iterable[Result], paths: tuple[str, ...]) -> tuple[float | Non
     return tuple(values)
 
 
-def _fmt(values: tuple[float | None, ...], digits: int) -> str:
+def _fmt(values: tuple[float | None, ...], digits: int | tuple[int, ...]) -> str:
     if all(v is None for v in values):
         return "—"
-    return " / ".join("—" if v is None else f"{v:,.{digits}f}" for v in values)
+    each = digits if isinstance(digits, tuple) else (digits,) * len(values)
+    return " / ".join("—" if v is None else f"{v:,.{d}f}" for v, d in zip(values, each, strict=True))
 
 
 def _ratio(a: float | None, b: float | None) -> str:
@@ -156,10 +157,11 @@ def markdown(results: Result) -> str:
     for block in summarise(results).values():
         n, replicas = block["n"], block["replicas"]
         rounds = block["rounds"]
+        steady = (results.get("plan") or {}).get("steady_seconds", 60)
         title = (
             f"**N = {n}, {replicas} replica(s) per WebServer** — medians of {max(rounds.values())} round(s), each "
             f"system on its own fresh cluster; raw limit at {best.get(str(n), '?')} requests in flight; 4 workers "
-            "per operator"
+            f"per operator; steady state over {steady:.0f} s"
         )
         head = "| | " + " | ".join(HEADERS[c] for c in COLUMNS) + " | ours/raw | ours/Go | ours/kopf |"
         lines = [title, "", head, "|" + " --- |" * (len(COLUMNS) + 4)]

@@ -20,7 +20,7 @@ from bench.cluster import BenchCluster, nodes_for
 from bench.kubeapi import Api, load_endpoint
 from bench.progress import say
 from bench.raw import raw_run
-from bench.scenarios import Config, Context, operator_run
+from bench.scenarios import SCENARIOS, Config, Context, operator_run
 from bench.systems import OPERATORS, operator_spec
 from bench.tracker import Tracker
 from bench.workload import NAMESPACE
@@ -36,6 +36,7 @@ class Plan:
     raw_concurrency: list[int]
     repairs: int = 100
     steady_seconds: float = 60.0
+    scenarios: tuple[str, ...] = SCENARIOS
     log_dir: Path = field(default_factory=lambda: Path("bench/results/logs"))
 
 
@@ -99,7 +100,9 @@ async def run_plan(plan: Plan) -> Result:
     runs: list[Result] = []
     best_concurrency: dict[int, int] = {}
     for n, replicas in plan.sizes:
-        config = Config(n=n, replicas=replicas, repairs=plan.repairs, steady_seconds=plan.steady_seconds)
+        config = Config(
+            n=n, replicas=replicas, repairs=plan.repairs, steady_seconds=plan.steady_seconds, scenarios=plan.scenarios
+        )
         for r in range(plan.rounds):
             for system in order(plan.systems, r):
                 base = f"N={n} r{replicas} round {r + 1}/{plan.rounds} {system}"
@@ -135,6 +138,7 @@ async def run_plan(plan: Plan) -> Result:
             "raw_concurrency": plan.raw_concurrency,
             "repairs": plan.repairs,
             "steady_seconds": plan.steady_seconds,
+            "scenarios": plan.scenarios,
             "workers": 4,
         },
         "raw_best_concurrency": {str(k): v for k, v in best_concurrency.items()},

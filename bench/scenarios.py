@@ -39,6 +39,7 @@ from bench.workload import IMAGE_V2, MERGE, PROBE, create_webservers, patch_webs
 Result = dict[str, Any]
 CREATE_CONCURRENCY = 50
 QUIET_SECONDS = 5.0
+SCENARIOS = ("bulk_create", "repair_delete", "repair_drift", "image", "steady", "restart")
 
 
 @dataclass
@@ -49,6 +50,7 @@ class Config:
     steady_seconds: float = 60.0
     timeout_base: float = 120.0
     timeout_per_object: float = 0.3
+    scenarios: tuple[str, ...] = SCENARIOS
 
     def timeout(self) -> float:
         return self.timeout_base + self.timeout_per_object * self.n
@@ -399,11 +401,15 @@ async def operator_run(ctx: Context, spec: OperatorSpec) -> Result:
             ("steady", lambda: steady_state(ctx, proc, spec)),
         ]
         for key, step in steps:
+            if key not in ctx.config.scenarios:
+                continue
             say(f"{ctx.label}: {key.replace('_', ' ')}")
             out[key] = await step()
             if not proc.alive():
                 out[key]["error"] = f"operator exited with {proc.proc.returncode}; log {proc.log_path}"
                 return out
+        if "restart" not in ctx.config.scenarios:
+            return out
         say(f"{ctx.label}: restart")
         proc, out["restart"] = await restart(ctx, proc, spec, log_name=f"{slug(ctx.label)}-restart.log")
     finally:
