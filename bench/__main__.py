@@ -15,9 +15,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 import sys
 import time
 from pathlib import Path
+from types import FrameType
 
 from bench import charts, report
 from bench.cluster import ROOT
@@ -81,6 +83,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         steady_seconds=args.steady_seconds,
         scenarios=tuple(s for s in args.scenarios.split(",") if s),
         log_dir=RESULTS / "logs" / stamp,
+        partial=RESULTS / "logs" / stamp / "runs.partial.json",
     )
     say(f"benchmark {stamp}: sizes {sizes}, {args.rounds} round(s), systems {systems}")
     results = asyncio.run(run_plan(plan))
@@ -92,6 +95,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     path = Path(args.json)
     results = json.loads(path.read_text())
+    if isinstance(results, list):  # runs.partial.json of an unfinished benchmark
+        results = {"runs": results, "raw_best_concurrency": report.best_concurrency(results)}
+        path = path.with_name(path.name.replace(".partial", "-partial"))
     write_outputs(results, path, readme=args.readme)
     return 0
 
@@ -103,7 +109,12 @@ def cmd_profile(args: argparse.Namespace) -> int:
     return profile(n=args.n, out_dir=RESULTS / "profile")
 
 
+def _interrupt(_signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt  # SIGTERM like Ctrl-C: stop the operators and delete the cluster on the way out
+
+
 def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _interrupt)
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run the benchmark (fresh cluster per system and round)")
@@ -113,9 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--zero", type=int, action="append", help="WebServers with replicas: 0 (repeatable; e.g. 5000)")
     run.add_argument("--rounds", type=int, default=2, help="rounds per size, order alternating (default 2)")
     run.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated subset of {','.join(SYSTEMS)}")
-    run.add_argument(
-        "--raw-concurrency", default="16,64,256", help="raw driver's in-flight levels tried (default 16,64,256)"
-    )
+    run.add_argument("--raw-concurrency", default="16,64", help="raw driver's in-flight levels tried (default 16,64)")
     run.add_argument("--repairs", type=int, default=100, help="child deletions and drift edits each (default 100)")
     run.add_argument("--steady-seconds", type=float, default=60.0, help="steady-state window (default 60)")
     run.add_argument(

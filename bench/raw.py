@@ -29,7 +29,12 @@ Result = dict[str, Any]
 async def _driver(ctx: Context, *args: str) -> Result:
     cmd = raw_command(ctx.cluster.kubeconfig, *args, f"--namespace={NAMESPACE}")
     proc = await asyncio.create_subprocess_exec(*cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = await proc.communicate()
+    try:
+        out, err = await proc.communicate()
+    finally:
+        if proc.returncode is None:  # cancelled: do not leave the driver running
+            proc.kill()
+            await proc.wait()
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err.decode()[-2000:]} {out.decode()[-500:]}")
     result: Result = json.loads(out.decode().strip().splitlines()[-1])

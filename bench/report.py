@@ -93,6 +93,19 @@ ROWS = (
 )
 
 
+def best_concurrency(runs: list[Result]) -> dict[str, int]:
+    """Per N, the raw driver's concurrency with the shortest "all children exist" in the first round."""
+    best: dict[str, tuple[float, int]] = {}
+    for run in runs:
+        children, level = lookup(run, "bulk_create.children_all_s"), lookup(run, "bulk_create.concurrency")
+        if run["system"] != "raw" or run.get("round", 0) != 0 or children is None or level is None:
+            continue
+        key = str(run["n"])
+        if key not in best or children < best[key][0]:
+            best[key] = (children, level)
+    return {key: level for key, (_, level) in best.items()}
+
+
 def groups(results: Result) -> dict[tuple[int, int], dict[str, list[Result]]]:
     """Runs by (N, replicas) and system; raw keeps only the runs at its best concurrency."""
     best = {int(k): v for k, v in (results.get("raw_best_concurrency") or {}).items()}

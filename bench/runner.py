@@ -8,6 +8,7 @@ one is the raw limit and is used in later rounds.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import time
@@ -38,6 +39,7 @@ class Plan:
     steady_seconds: float = 60.0
     scenarios: tuple[str, ...] = SCENARIOS
     log_dir: Path = field(default_factory=lambda: Path("bench/results/logs"))
+    partial: Path | None = None  # runs so far are written here after each run (a crash keeps what was measured)
 
 
 def loadavg() -> list[float]:
@@ -99,6 +101,12 @@ async def run_plan(plan: Plan) -> Result:
     plan.log_dir.mkdir(parents=True, exist_ok=True)
     runs: list[Result] = []
     best_concurrency: dict[int, int] = {}
+
+    def record(result: Result) -> None:
+        runs.append(result)
+        if plan.partial is not None:
+            plan.partial.write_text(json.dumps(runs, indent=1) + "\n")
+
     for n, replicas in plan.sizes:
         config = Config(
             n=n, replicas=replicas, repairs=plan.repairs, steady_seconds=plan.steady_seconds, scenarios=plan.scenarios
@@ -114,7 +122,7 @@ async def run_plan(plan: Plan) -> Result:
                             "raw", config, label=f"{base} c={c}", log_dir=plan.log_dir, concurrency=c
                         )
                         result["round"] = r
-                        runs.append(result)
+                        record(result)
                         sweep.append(result)
                     timed = [
                         (res["bulk_create"]["children_all_s"], res["bulk_create"]["concurrency"])
@@ -127,7 +135,7 @@ async def run_plan(plan: Plan) -> Result:
                 elif system in OPERATORS:
                     result = await one_run(system, config, label=base, log_dir=plan.log_dir)
                     result["round"] = r
-                    runs.append(result)
+                    record(result)
     return {
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "machine": machine(),
