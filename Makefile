@@ -136,6 +136,23 @@ kind-load: ## Build IMG from the Dockerfile and load it into the running kind cl
 kind-down: ## Delete the kind cluster (its containers, volumes and, once unused, the kind network).
 	hack/kind.sh down
 
+##@ Benchmark
+
+BENCH_ARGS ?=
+
+$(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt
+	$(PY) -m pip install --quiet -r bench/requirements.txt
+	touch $@
+
+.PHONY: bench
+bench: venv tools $(VENV)/.bench-installed ## Benchmark vs the raw API limit, a Go and a kopf peer (N=100,1000; BENCH_ARGS="--n 100 --rounds 1"). Not in make test.
+	bench/peers/go/build.sh >/dev/null
+	$(PY) -m bench run $(BENCH_ARGS)
+
+.PHONY: bench-profile
+bench-profile: venv tools $(VENV)/.bench-installed ## Profile the operator (py-spy, tracemalloc) during a bulk create of 1000 WebServers.
+	$(PY) -m bench profile $(BENCH_ARGS)
+
 ##@ Build
 
 .PHONY: image-recipe

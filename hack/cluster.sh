@@ -5,6 +5,10 @@
 #
 # Usage: hack/cluster.sh up | down | kubeconfig | status | audit-log
 #
+# Environment: NODES (kwok nodes, default 1; each advertises 110 pods), CLUSTER_NAME, KWOK_WORKDIR, AUDIT_POLICY (an
+# audit policy file instead of hack/audit-policy.yaml, applied when the cluster is created), NODE_READY_TIMEOUT
+# (seconds to wait for every node to be Ready, default 60 + 2 per node).
+#
 # State lives outside the repository (KWOK_WORKDIR under the tools cache), so clones share one cluster and
 # `git clean` never strands running processes. `up` is idempotent: it reuses a healthy cluster and wipes a stale one
 # (for example after a killed run) before creating a new one.
@@ -13,6 +17,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CLUSTER_NAME="${CLUSTER_NAME:-webserver-operator}"
 NODES="${NODES:-1}"
+AUDIT_POLICY="${AUDIT_POLICY:-${ROOT}/hack/audit-policy.yaml}"
 export KWOK_WORKDIR="${KWOK_WORKDIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/webserver-operator/kwok}"
 CLUSTER_DIR="${KWOK_WORKDIR}/clusters/${CLUSTER_NAME}"
 KUBECONFIG_PATH="${CLUSTER_DIR}/kubeconfig.yaml"
@@ -77,6 +82,16 @@ wait_for() {
   done
 }
 
+# nodes_ready N: at least N nodes report Ready=True. One list per check, so the cost does not grow with the number of
+# nodes the way `kubectl wait --all --timeout` does (its timeout is shared by all nodes).
+nodes_ready() {
+  local ready
+  ready="$("${BIN}/kubectl" --kubeconfig "${KUBECONFIG_PATH}" get nodes --request-timeout=10s \
+    -o jsonpath='{range .items[*]}{range .status.conditions[?(@.type=="Ready")]}{.status}{"\n"}{end}{end}' |
+    grep -c '^True$')" || return 1
+  ((ready >= $1))
+}
+
 cmd_up() {
   use_tools
   mkdir -p "${KWOK_WORKDIR}"
@@ -99,7 +114,7 @@ cmd_up() {
       --kube-controller-manager-binary "${BIN}/kube-controller-manager" \
       --kube-scheduler-binary "${BIN}/kube-scheduler" \
       --kwok-controller-binary "${BIN}/kwok" \
-      --kube-audit-policy "${ROOT}/hack/audit-policy.yaml" \
+      --kube-audit-policy "${AUDIT_POLICY}" \
       --kube-authorization=true \
       --kube-admission=true \
       --wait 120s >"${KWOK_WORKDIR}/create-${CLUSTER_NAME}.log" 2>&1; then
@@ -110,10 +125,15 @@ cmd_up() {
   local have
   have="$("${BIN}/kubectl" --kubeconfig "${KUBECONFIG_PATH}" get nodes -o name 2>/dev/null | wc -l)"
   if ((have < NODES)); then
-    log "adding ${NODES} kwok node(s)"
+    log "scaling to ${NODES} kwok node(s) (${have} now)"
     kwokctl scale node --name "${CLUSTER_NAME}" --replicas "${NODES}" >/dev/null
   fi
-  wait_for "a Ready node" 60 "${BIN}/kubectl" --kubeconfig "${KUBECONFIG_PATH}" wait --for=condition=Ready node --all --timeout=2s
+  wait_for "${NODES} Ready node(s)" "${NODE_READY_TIMEOUT:-$((60 + 2 * NODES))}" nodes_ready "${NODES}"
+  local range
+  range="$("${BIN}/kubectl" --kubeconfig "${KUBECONFIG_PATH}" get servicecidr kubernetes -o jsonpath='{.spec.cidrs[0]}' 2>/dev/null || true)"
+  if [[ "${range}" != "10.96.0.0/16" ]]; then
+    log "WARNING: this cluster's Service range is ${range:-unknown}, not 10.96.0.0/16 (it was created with an older hack/kwokctl.yaml): run 'make cluster-down cluster-up' for room for 65k Services"
+  fi
   wait_for "the default ServiceAccount" 60 "${BIN}/kubectl" --kubeconfig "${KUBECONFIG_PATH}" get serviceaccount default -n default
   log "cluster ${CLUSTER_NAME} ready in $((SECONDS - start))s; kubeconfig: ${KUBECONFIG_PATH}"
 }

@@ -1,0 +1,120 @@
+"""A fresh local control plane per benchmark run, through hack/cluster.sh, and its CRD and namespace.
+
+Why fresh: an API server that has already stored thousands of objects (and an etcd that has compacted them) is not
+the same server; every system is measured on a cluster created for it alone. The benchmark's cluster has its own
+name (``webserver-bench``) so it never touches the development or test cluster, the /16 Service range, enough kwok
+nodes for the pods of a rollout (each node takes 110 pods), and bench/audit-policy.yaml.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.procstat import control_plane_pids
+
+ROOT = Path(__file__).resolve().parents[1]
+HACK = ROOT / "hack"
+CRD = ROOT / "config" / "crd" / "bases" / "web.webserver-operator.dev_webservers.yaml"
+CLUSTER_NAME = "webserver-bench"
+MAX_NODES = 50
+
+
+class ClusterError(RuntimeError):
+    """The benchmark cluster could not be started or prepared; the message carries the tool's own output."""
+
+
+def nodes_for(n: int, replicas: int) -> int:
+    """kwok nodes for ``n`` WebServers of ``replicas`` pods, room for a surge pod each during a rollout."""
+    pods = n * replicas * 2 + 10
+    return max(1, min(MAX_NODES, math.ceil(pods / 100)))
+
+
+def tools_bin() -> Path:
+    out = subprocess.run([str(HACK / "tools.sh"), "bindir"], check=True, capture_output=True, text=True)
+    return Path(out.stdout.strip())
+
+
+@dataclass
+class BenchCluster:
+    nodes: int
+    name: str = CLUSTER_NAME
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            CLUSTER_NAME=self.name,
+            NODES=str(self.nodes),
+            AUDIT_POLICY=str(ROOT / "bench" / "audit-policy.yaml"),
+        )
+        return env
+
+    def _hack(self, *args: str, timeout: float = 600) -> str:
+        result = subprocess.run(
+            [str(HACK / "cluster.sh"), *args],
+            env=self._env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise ClusterError(
+                f"hack/cluster.sh {' '.join(args)} failed ({result.returncode}):\n{result.stderr[-3000:]}"
+            )
+        return result.stdout.strip()
+
+    @property
+    def kubeconfig(self) -> Path:
+        return Path(self._hack("kubeconfig"))
+
+    @property
+    def audit_log(self) -> Path:
+        return Path(self._hack("audit-log"))
+
+    @property
+    def cluster_dir(self) -> Path:
+        return self.kubeconfig.parent
+
+    def kubectl(self, *args: str, timeout: float = 120) -> str:
+        cmd = [str(tools_bin() / "kubectl"), "--kubeconfig", str(self.kubeconfig), *args]
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+        if result.returncode != 0:
+            raise ClusterError(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")
+        return result.stdout
+
+    def up(self, namespace: str) -> None:
+        """Delete any previous benchmark cluster, create a fresh one, install the CRD and the namespace."""
+        for attempt in (1, 2):  # a loaded machine occasionally misses a start-up deadline: one retry
+            self._hack("down", timeout=300)
+            try:
+                self._hack("up", timeout=900)
+                break
+            except ClusterError:
+                if attempt == 2:
+                    raise
+        self.kubectl("apply", "--server-side", "--field-manager=webserver-bench", "-f", str(CRD))
+        self.kubectl(
+            "wait", "--for=condition=Established", "crd/webservers.web.webserver-operator.dev", "--timeout=60s"
+        )
+        self.kubectl("create", "namespace", namespace)
+        # Established is not yet served: the CRD's storage answers 429 for a moment.
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.kubectl("get", "webservers", "-n", namespace)
+                return
+            except ClusterError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+    def down(self) -> None:
+        self._hack("down", timeout=300)
+
+    def control_plane(self) -> dict[str, int]:
+        return control_plane_pids(self.cluster_dir)
