@@ -26,10 +26,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.support.operator import OperatorProcess  # noqa: E402
+from webserver_operator.api.models import WEBSERVERS  # noqa: E402
+from webserver_operator.core.resources import DEPLOYMENTS, SERVICES, Resource  # noqa: E402
 from webserver_operator.core.settings import ClientSettings  # noqa: E402
 from webserver_operator.kube.client import KubeClient  # noqa: E402
 from webserver_operator.kube.config import load_configuration  # noqa: E402
-from webserver_operator.kube.resources import DEPLOYMENTS, SERVICES, WEBSERVERS, Resource  # noqa: E402
 
 
 def _kubeconfig() -> Path:

@@ -50,9 +50,11 @@ __all__ = [
     "REGISTRY",
     "REST_CLIENT_REQUESTS",
     "REST_CLIENT_REQUEST_DURATION",
+    "TERMINAL_RECONCILE_ERRORS",
     "WATCH_EVENTS",
     "WATCH_RELISTS",
     "WATCH_RESTARTS",
+    "WEBSERVER_READY",
     "WORKQUEUE_ADDS",
     "WORKQUEUE_BUCKETS",
     "WORKQUEUE_DEPTH",
@@ -112,6 +114,12 @@ MAX_CONCURRENT_RECONCILES = Gauge(
     ["controller"],
     registry=REGISTRY,
 )
+TERMINAL_RECONCILE_ERRORS = Counter(
+    "controller_runtime_terminal_reconcile_errors_total",
+    "Total number of terminal reconciliation errors per controller",
+    ["controller"],
+    registry=REGISTRY,
+)
 ACTIVE_WORKERS = Gauge(
     "controller_runtime_active_workers",
     "Number of currently used workers per controller",
@@ -119,40 +127,40 @@ ACTIVE_WORKERS = Gauge(
     registry=REGISTRY,
 )
 
-# --- controller-runtime / client-go: work queue --------------------------------------------------------------------
+# --- controller-runtime / client-go: work queue (labels controller and name, as controller-runtime) -----------
 
-WORKQUEUE_DEPTH = Gauge("workqueue_depth", "Current depth of workqueue", ["name"], registry=REGISTRY)
+WORKQUEUE_DEPTH = Gauge("workqueue_depth", "Current depth of workqueue", ["controller", "name"], registry=REGISTRY)
 WORKQUEUE_ADDS = Counter(
-    "workqueue_adds_total", "Total number of adds handled by workqueue", ["name"], registry=REGISTRY
+    "workqueue_adds_total", "Total number of adds handled by workqueue", ["controller", "name"], registry=REGISTRY
 )
 WORKQUEUE_QUEUE_DURATION = Histogram(
     "workqueue_queue_duration_seconds",
     "How long in seconds an item stays in workqueue before being requested",
-    ["name"],
+    ["controller", "name"],
     buckets=WORKQUEUE_BUCKETS,
     registry=REGISTRY,
 )
 WORKQUEUE_WORK_DURATION = Histogram(
     "workqueue_work_duration_seconds",
     "How long in seconds processing an item from workqueue takes.",
-    ["name"],
+    ["controller", "name"],
     buckets=WORKQUEUE_BUCKETS,
     registry=REGISTRY,
 )
 WORKQUEUE_RETRIES = Counter(
-    "workqueue_retries_total", "Total number of retries handled by workqueue", ["name"], registry=REGISTRY
+    "workqueue_retries_total", "Total number of retries handled by workqueue", ["controller", "name"], registry=REGISTRY
 )
 WORKQUEUE_UNFINISHED_WORK = Gauge(
     "workqueue_unfinished_work_seconds",
     "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. "
     "Large values indicate stuck workers.",
-    ["name"],
+    ["controller", "name"],
     registry=REGISTRY,
 )
 WORKQUEUE_LONGEST_RUNNING_PROCESSOR = Gauge(
     "workqueue_longest_running_processor_seconds",
     "How many seconds has the longest running processor for workqueue been running.",
-    ["name"],
+    ["controller", "name"],
     registry=REGISTRY,
 )
 
@@ -184,6 +192,12 @@ LEADER_ELECTION_MASTER_STATUS = Gauge(
 
 # --- ours ----------------------------------------------------------------------------------------------------------
 
+WEBSERVER_READY = Gauge(
+    "webserver_operator_webserver_ready_status",
+    "The Ready condition of each WebServer (1 for its current status, 0 for the others), as the API server stores it",
+    ["namespace", "name", "condition"],
+    registry=REGISTRY,
+)
 MANAGED_WEBSERVERS = Gauge(
     "webserver_operator_managed_webservers", "Number of WebServer objects in the operator's cache", registry=REGISTRY
 )

@@ -7,6 +7,7 @@ leader is replaced within lease duration + 2 retry periods, a leader that exits 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import threading
@@ -173,6 +174,57 @@ def test_stalled_watch_is_restarted_by_the_watchdog(cluster: Cluster, crd: str, 
     finally:
         op.stop()
         proxy.close()
+
+
+def test_liveness_holds_while_the_api_server_is_unreachable(
+    cluster: Cluster, crd: str, namespace: str, tmp_path: Path
+) -> None:
+    """An outage longer than twice the stall timeout: the watches are silent, yet /healthz stays 200 (no restarts)."""
+    admin = yaml.safe_load(cluster.kubeconfig.read_text())
+    server = admin["clusters"][0]["cluster"]["server"]
+    host, port = server.removeprefix("https://").rsplit(":", 1)
+    proxy = FreezableProxy(host, int(port))
+    admin["clusters"][0]["cluster"]["server"] = f"https://{host}:{proxy.port}"
+    kubeconfig = tmp_path / "proxied.kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(admin))
+    op = OperatorProcess(
+        kubeconfig=kubeconfig,
+        args=[f"--namespaces={namespace}", "--watch-timeout=60", "--watch-stall-timeout=2", "--read-timeout=2"],
+    )
+    try:
+        op.wait_started()
+        proxy.close()  # the API server is gone for this operator: connections are refused from now on
+        deadline = time.monotonic() + 8.0  # 4 x the stall timeout, twice what liveness used to allow
+        while time.monotonic() < deadline:
+            status, text = op.probe("/healthz")
+            assert status == 200, text
+            time.sleep(0.5)
+    finally:
+        op.stop()
+        proxy.close()
+
+
+def test_forty_watched_namespaces_do_not_starve_requests_or_the_lease(
+    cluster: Cluster, crd: str, namespace: str
+) -> None:
+    """120 watches (3 per namespace) must not take every pooled connection from lists, writes and the Lease."""
+    with contextlib.ExitStack() as stack:
+        others = [stack.enter_context(cluster.temporary_namespace(f"t-pool-{i}")) for i in range(39)]
+        op = OperatorProcess(
+            kubeconfig=cluster.kubeconfig,
+            args=[
+                f"--namespaces={','.join([namespace, *others])}",
+                "--leader-elect",
+                f"--leader-election-namespace={namespace}",
+            ],
+        )
+        try:
+            op.wait_started(timeout=60)
+            cluster.apply(webserver("web", replicas=1), namespace=namespace)
+            wait_ready(cluster, namespace, "web", timeout=60)
+            assert op.proc.poll() is None, f"the operator exited (it does when it cannot renew its Lease):\n{op.tail()}"
+        finally:
+            op.stop()
 
 
 def _leader(ops: dict[str, OperatorProcess]) -> list[str]:

@@ -290,10 +290,10 @@ def test_metrics_move_when_a_webserver_is_reconciled(
     cluster: Cluster, namespace: str, operator: OperatorProcess
 ) -> None:
     before = operator.metric("controller_runtime_reconcile_total", {"controller": "webserver"})
-    adds_before = operator.metric("workqueue_adds_total", {"name": "webserver"})
+    adds_before = operator.metric("workqueue_adds_total", {"controller": "webserver", "name": "webserver"})
     cluster.apply(webserver("web", replicas=1), namespace=namespace)
     wait_ready(cluster, namespace, "web")
     assert operator.metric("controller_runtime_reconcile_total", {"controller": "webserver"}) > before
-    assert operator.metric("workqueue_adds_total", {"name": "webserver"}) > adds_before
+    assert operator.metric("workqueue_adds_total", {"controller": "webserver", "name": "webserver"}) > adds_before
     assert operator.metric("rest_client_requests_total", {"code": "201", "method": "POST"}) >= 2
     assert operator.metric("webserver_operator_managed_webservers") >= 1

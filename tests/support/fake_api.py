@@ -25,7 +25,7 @@ from typing import Any, Unpack
 
 from webserver_operator.core.vocabulary import MERGE_PATCH, QueryValue, RequestOptions
 from webserver_operator.kube.errors import ApiError, KubeError, api_error_from_response
-from webserver_operator.kube.resources import parse_path
+from webserver_operator.kube.paths import parse_path
 
 #: A watch script item that blocks forever (a stalled stream).
 STALL = object()

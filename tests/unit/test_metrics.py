@@ -15,17 +15,19 @@ EXPECTED: dict[str, tuple[str, set[str]]] = {
     "controller_runtime_reconcile_time_seconds": ("histogram", {"controller"}),
     "controller_runtime_max_concurrent_reconciles": ("gauge", {"controller"}),
     "controller_runtime_active_workers": ("gauge", {"controller"}),
-    "workqueue_depth": ("gauge", {"name"}),
-    "workqueue_adds_total": ("counter", {"name"}),
-    "workqueue_queue_duration_seconds": ("histogram", {"name"}),
-    "workqueue_work_duration_seconds": ("histogram", {"name"}),
-    "workqueue_retries_total": ("counter", {"name"}),
-    "workqueue_unfinished_work_seconds": ("gauge", {"name"}),
-    "workqueue_longest_running_processor_seconds": ("gauge", {"name"}),
+    "controller_runtime_terminal_reconcile_errors_total": ("counter", {"controller"}),
+    "workqueue_depth": ("gauge", {"controller", "name"}),
+    "workqueue_adds_total": ("counter", {"controller", "name"}),
+    "workqueue_queue_duration_seconds": ("histogram", {"controller", "name"}),
+    "workqueue_work_duration_seconds": ("histogram", {"controller", "name"}),
+    "workqueue_retries_total": ("counter", {"controller", "name"}),
+    "workqueue_unfinished_work_seconds": ("gauge", {"controller", "name"}),
+    "workqueue_longest_running_processor_seconds": ("gauge", {"controller", "name"}),
     "rest_client_requests_total": ("counter", {"code", "method", "host"}),
     "rest_client_request_duration_seconds": ("histogram", {"verb", "host"}),
     "leader_election_master_status": ("gauge", {"name"}),
     "webserver_operator_managed_webservers": ("gauge", set()),
+    "webserver_operator_webserver_ready_status": ("gauge", {"namespace", "name", "condition"}),
     "webserver_operator_drift_repairs_total": ("counter", {"kind"}),
     "webserver_operator_watch_restarts_total": ("counter", {"resource", "reason"}),
     "webserver_operator_watch_relists_total": ("counter", {"resource"}),
@@ -39,13 +41,15 @@ def touch_everything() -> None:
     metrics.RECONCILE_TIME.labels(controller="webserver").observe(0.02)
     metrics.MAX_CONCURRENT_RECONCILES.labels(controller="webserver").set(4)
     metrics.ACTIVE_WORKERS.labels(controller="webserver").set(0)
-    metrics.WORKQUEUE_DEPTH.labels(name="webserver").set(0)
-    metrics.WORKQUEUE_ADDS.labels(name="webserver").inc(0)
-    metrics.WORKQUEUE_QUEUE_DURATION.labels(name="webserver").observe(1e-6)
-    metrics.WORKQUEUE_WORK_DURATION.labels(name="webserver").observe(0.01)
-    metrics.WORKQUEUE_RETRIES.labels(name="webserver").inc(0)
-    metrics.WORKQUEUE_UNFINISHED_WORK.labels(name="webserver").set(0)
-    metrics.WORKQUEUE_LONGEST_RUNNING_PROCESSOR.labels(name="webserver").set(0)
+    metrics.TERMINAL_RECONCILE_ERRORS.labels(controller="webserver").inc(0)
+    metrics.WEBSERVER_READY.labels(namespace="ns", name="web", condition="True").set(1)
+    metrics.WORKQUEUE_DEPTH.labels(controller="webserver", name="webserver").set(0)
+    metrics.WORKQUEUE_ADDS.labels(controller="webserver", name="webserver").inc(0)
+    metrics.WORKQUEUE_QUEUE_DURATION.labels(controller="webserver", name="webserver").observe(1e-6)
+    metrics.WORKQUEUE_WORK_DURATION.labels(controller="webserver", name="webserver").observe(0.01)
+    metrics.WORKQUEUE_RETRIES.labels(controller="webserver", name="webserver").inc(0)
+    metrics.WORKQUEUE_UNFINISHED_WORK.labels(controller="webserver", name="webserver").set(0)
+    metrics.WORKQUEUE_LONGEST_RUNNING_PROCESSOR.labels(controller="webserver", name="webserver").set(0)
     metrics.REST_CLIENT_REQUESTS.labels(code="200", method="GET", host="h:6443").inc(0)
     metrics.REST_CLIENT_REQUEST_DURATION.labels(verb="GET", host="h:6443").observe(0.003)
     metrics.LEADER_ELECTION_MASTER_STATUS.labels(name="webserver-operator").set(1)
@@ -92,7 +96,9 @@ def test_controller_runtime_buckets() -> None:
     assert reconcile[:3] == ["0.005", "0.01", "0.025"]
     assert reconcile[-2:] == ["60.0", "+Inf"]
     assert len(reconcile) == 41
-    queue = re.findall(r'workqueue_queue_duration_seconds_bucket\{le="([^"]+)",name="webserver"', text)
+    queue = re.findall(
+        r'workqueue_queue_duration_seconds_bucket\{controller="webserver",le="([^"]+)",name="webserver"', text
+    )
     assert [float(b) for b in queue[:-1]] == [10.0**e for e in range(-8, 4)]
     assert queue[-1] == "+Inf"
 

@@ -21,6 +21,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
+from webserver_operator.core.resources import Resource
+
 GROUP = "web.webserver-operator.dev"
 """API group: ``<group>.<domain>`` in kubebuilder terms, group ``web`` under the project domain
 ``webserver-operator.dev`` (a domain the project can register; a Kubernetes API group must be a DNS subdomain that
@@ -33,6 +35,8 @@ PLURAL = "webservers"
 SINGULAR = "webserver"
 SHORT_NAMES = ("ws",)
 CATEGORIES = ("all",)
+WEBSERVERS = Resource(GROUP, VERSION, PLURAL, KIND)
+"""The WebServer resource's REST coordinates, for the client and the informers."""
 
 MAX_REPLICAS = 1000
 """Upper bound on ``spec.replicas``: a typo such as 30000 is rejected by the API server instead of flooding a

@@ -33,7 +33,12 @@ def desired_container(ws: WebServer) -> dict[str, Any]:
 def desired_deployment(ws: WebServer) -> dict[str, Any]:
     """The full Deployment object for ``ws`` (create body, and reference for the owned-field diff)."""
     name = child_name(ws)
-    pod_spec: dict[str, Any] = {"containers": [desired_container(ws)]}
+    # A web server needs no Kubernetes API credentials and no environment variables describing other Services.
+    pod_spec: dict[str, Any] = {
+        "containers": [desired_container(ws)],
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+    }
     if ws.spec.image_pull_secrets:
         pod_spec["imagePullSecrets"] = [{"name": ref.name} for ref in ws.spec.image_pull_secrets]
     return {

@@ -31,6 +31,8 @@ _QUANTITY = re.compile(
 
 # Enough digits for the largest and smallest amounts the grammar can express, so no result is ever rounded.
 _CONTEXT = decimal.Context(prec=100, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+_NANO = decimal.Decimal("1e-9")
+_MAX_INT64 = decimal.Decimal(2**63 - 1)
 
 
 def parse_quantity(q: int | str) -> decimal.Decimal:
@@ -58,13 +60,31 @@ def parse_quantity(q: int | str) -> decimal.Decimal:
         raise ValueError(f"invalid quantity {q!r}: exponent out of range") from exc
 
 
-def quantities_equal(a: int | str, b: int | str) -> bool:
-    """Whether two quantities stand for the same amount (``"0.5"`` == ``"500m"``, ``"1"`` == ``1``).
+def stored_amount(q: int | str) -> decimal.Decimal:
+    """The amount the API server stores for ``q``: what a Deployment read back holds after ``q`` was written.
 
+    As ``resource.ParseQuantity`` in k8s.io/apimachinery: a non-zero amount finer than a nano is rounded up (away from
+    zero) to the next nano, so ``0.5n`` is stored as ``1n``; an amount with a binary suffix (``Ki`` ... ``Ei``) above
+    2^63-1 is capped there.
+    """
+    amount = parse_quantity(q)
+    magnitude = abs(amount)
+    exponent = magnitude.as_tuple().exponent
+    if magnitude and isinstance(exponent, int) and exponent < -9:
+        magnitude = magnitude.quantize(_NANO, rounding=decimal.ROUND_UP, context=_CONTEXT)
+    if isinstance(q, str) and q.endswith(tuple(_BINARY)) and magnitude > _MAX_INT64:
+        magnitude = _MAX_INT64
+    return -magnitude if amount < 0 else magnitude
+
+
+def quantities_equal(a: int | str, b: int | str) -> bool:
+    """Whether two quantities are stored as the same amount (``"0.5"`` == ``"500m"``, ``"0.5n"`` == ``"1n"``).
+
+    Compared the way the API server normalises (``stored_amount``), so a value it rewrites never looks like drift.
     Values that do not parse (which the CRD schema and the API server both reject) compare by plain equality, so a
     comparison never raises.
     """
     try:
-        return parse_quantity(a) == parse_quantity(b)
+        return stored_amount(a) == stored_amount(b)
     except ValueError:
         return a == b

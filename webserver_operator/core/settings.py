@@ -115,7 +115,10 @@ class ControllerSettings(_Section):
         default=36000.0, ge=60, description="Seconds between full resyncs (a safety net; changes are event-driven)."
     )
     drain_timeout: float = Field(
-        default=25.0, ge=0, description="Seconds in-flight reconciles may take to finish on shutdown."
+        default=20.0,
+        ge=0,
+        description="Seconds in-flight reconciles may take to finish on shutdown (keep it below the pod's "
+        "terminationGracePeriodSeconds minus 10: the Lease release comes after it).",
     )
 
 

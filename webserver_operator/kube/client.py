@@ -48,12 +48,12 @@ from typing import Any, Self, Unpack
 from urllib.parse import urlsplit
 
 import aiohttp
-from kubernetes_asyncio.client import ApiClient, Configuration
 
 from webserver_operator import __version__, metrics
 from webserver_operator.core.settings import ClientSettings, WatchSettings
 from webserver_operator.core.vocabulary import QueryValue, RequestOptions
-from webserver_operator.kube.errors import KubeError, TransportError, api_error_from_response
+from webserver_operator.kube.errors import KubeError, TransportError, WritesStopped, api_error_from_response
+from webserver_operator.kube.library import ApiClient, Configuration
 from webserver_operator.kube.ratelimit import TokenBucket
 from webserver_operator.kube.retry import RetryPolicy, call_with_retries
 from webserver_operator.kube.stream import WatchStream
@@ -66,7 +66,10 @@ USER_AGENT = f"webserver-operator/{__version__}"
 FIELD_MANAGER = "webserver-operator"
 """``fieldManager`` of every write, so ``managedFields`` shows which fields the operator set."""
 _WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_GATED_METHODS = _WRITE_METHODS | {"DELETE"}
 _DEFAULT_WATCH_READ_TIMEOUT = WatchSettings().read_timeout
+#: kubernetes_asyncio's own default (``Configuration.connection_pool_maxsize``).
+DEFAULT_POOL_SIZE = 100
 
 _JSON = "application/json"
 # Status code label of attempts that got no HTTP answer, as client-go.
@@ -103,16 +106,24 @@ class KubeClient:
         self._sleep = sleep
         self._rand = rand
         self._policy = retry or RetryPolicy()
+        self._may_write: Callable[[], str | None] | None = None
         self._limiter = (
             TokenBucket(qps=settings.qps, burst=settings.burst, sleep=sleep) if settings.qps is not None else None
         )
         server = str(api.configuration.host)
         self._host = urlsplit(server).netloc or server
+        # ``connect`` bounds the wait for a pooled connection plus connecting; ``sock_read`` the silence mid-answer.
         self._request_timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=settings.connect_timeout, sock_read=settings.read_timeout
+            total=None,
+            connect=settings.connect_timeout,
+            sock_connect=settings.connect_timeout,
+            sock_read=settings.read_timeout,
         )
         self._watch_timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=settings.connect_timeout, sock_read=self._watch_read_timeout
+            total=None,
+            connect=settings.connect_timeout,
+            sock_connect=settings.connect_timeout,
+            sock_read=self._watch_read_timeout,
         )
 
     @classmethod
@@ -123,18 +134,37 @@ class KubeClient:
         settings: ClientSettings,
         watch_read_timeout: float = _DEFAULT_WATCH_READ_TIMEOUT,
         retry: RetryPolicy | None = None,
+        pool_size: int = DEFAULT_POOL_SIZE,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rand: Callable[[], float] = random.random,
     ) -> Self:
         """Create the client in the running loop (its aiohttp session binds to it).
 
-        ``watch_read_timeout`` is ``WatchSettings.read_timeout`` (longer than any watch's ``timeoutSeconds``);
-        ``sleep``/``rand`` are test hooks.
+        ``watch_read_timeout`` is ``WatchSettings.read_timeout`` (longer than any watch's ``timeoutSeconds``).
+        ``pool_size`` caps the client's open connections (0: no cap). Each client has its own connection pool, so the
+        manager gives the informers, whose watches hold a connection each for minutes, a client of their own, and
+        the Lease another: watches can then never starve a write or a renewal of a free connection. All clients share
+        ``configuration`` and so its credentials and their refresh. ``sleep``/``rand`` are test hooks.
         """
         asyncio.get_running_loop()
-        api = ApiClient(configuration=configuration)
+        previous = configuration.connection_pool_maxsize
+        configuration.connection_pool_maxsize = pool_size  # read once, when the pool is built
+        try:
+            api = ApiClient(configuration=configuration)
+        finally:
+            configuration.connection_pool_maxsize = previous
         api.user_agent = USER_AGENT
         return cls(api, settings=settings, watch_read_timeout=watch_read_timeout, retry=retry, sleep=sleep, rand=rand)
+
+    def gated(self, may_write: Callable[[], str | None]) -> KubeClient:
+        """A view whose writes (POST, PUT, PATCH, DELETE) are refused while ``may_write()`` names a reason.
+
+        The manager gates the reconcile path on leadership: once the Lease is lost no write leaves the process, even
+        from a reconcile that is still running (``WritesStopped``). Reads are never gated.
+        """
+        view = copy.copy(self)
+        view._may_write = may_write
+        return view
 
     def without_retries(self) -> KubeClient:
         """A view sharing this client's connection pool and rate limit whose requests are tried once.
@@ -173,6 +203,8 @@ class KubeClient:
         JSON-serialisable value; ``content_type`` defaults to JSON.
         """
         method = method.upper()
+        if self._may_write is not None and method in _GATED_METHODS and (why := self._may_write()) is not None:
+            raise WritesStopped(method=method, path=path, why=why)
         body, content_type = options.get("body"), options.get("content_type")
         pairs = _encode_query(options.get("query"))
         if method in _WRITE_METHODS and not any(key == "fieldManager" for key, _ in pairs):

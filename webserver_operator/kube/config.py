@@ -35,12 +35,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import yaml
-from kubernetes_asyncio.client import Configuration
-from kubernetes_asyncio.config.config_exception import ConfigException
-from kubernetes_asyncio.config.incluster_config import InClusterConfigLoader
-from kubernetes_asyncio.config.kube_config import ConfigNode, KubeConfigLoader, KubeConfigMerger
 
 from webserver_operator.kube.errors import ConfigurationError
+from webserver_operator.kube.library import (
+    ConfigException,
+    ConfigNode,
+    Configuration,
+    InClusterConfigLoader,
+    KubeConfigLoader,
+    KubeConfigMerger,
+)
 
 __all__ = [
     "SERVICE_CA_PATH",

@@ -26,7 +26,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from webserver_operator.kube.resources import parse_path, rbac_verb
+from webserver_operator.kube.paths import parse_path, rbac_verb
 
 __all__ = [
     "ApiError",
@@ -41,6 +41,7 @@ __all__ = [
     "TooManyRequests",
     "TransportError",
     "Unauthorized",
+    "WritesStopped",
     "api_error_from_response",
     "api_error_from_status",
     "parse_retry_after",
@@ -189,6 +190,19 @@ class ServerError(ApiError):
     @property
     def retriable(self) -> bool:
         return self.status in _RETRIABLE_5XX
+
+
+class WritesStopped(KubeError):  # noqa: N818 - a state, reads better than WritesStoppedError
+    """A write refused before it left the process: this replica may no longer write (it lost its leader Lease)."""
+
+    def __init__(self, *, method: str, path: str, why: str) -> None:
+        super().__init__(why)
+        self.method = method.upper()
+        self.path = path
+        self.why = why
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path} not sent: {self.why}"
 
 
 class TransportError(KubeError):

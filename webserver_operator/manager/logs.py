@@ -18,6 +18,8 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from webserver_operator.runtime import logcontext
+
 _STANDARD_ATTRS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
 _TOKEN_RE = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}")
 
@@ -27,11 +29,17 @@ def _redact(text: str) -> str:
 
 
 def _extras(record: logging.LogRecord) -> dict[str, Any]:
-    return {k: v for k, v in vars(record).items() if k not in _STANDARD_ATTRS and not k.startswith("_")}
+    """The record's own fields, under those of the reconcile it was written in (``runtime.logcontext``)."""
+    own = {k: v for k, v in vars(record).items() if k not in _STANDARD_ATTRS and not k.startswith("_")}
+    return {**logcontext.current(), **own}
 
 
 class JsonFormatter(logging.Formatter):
-    """``{"ts": ..., "level": ..., "logger": ..., "msg": ..., <extra fields>}`` on one line."""
+    """``{"ts": ..., "level": ..., "logger": ..., "msg": ..., <extra fields>}`` on one line.
+
+    Keyed like controller-runtime's JSON logs: ``namespace``, ``name`` (the object; ``object_name`` in code, because
+    ``name`` is taken on a LogRecord) and, inside a reconcile, ``controller`` and ``reconcileID``.
+    """
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
@@ -40,7 +48,10 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": _redact(record.getMessage()),
         }
-        entry.update(_extras(record))
+        extras = _extras(record)
+        if "object_name" in extras:
+            extras["name"] = extras.pop("object_name")
+        entry.update(extras)
         if record.exc_info:
             entry["error"] = _redact(self.formatException(record.exc_info))
         return json.dumps(entry, default=str, separators=(",", ":"))

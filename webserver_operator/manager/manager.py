@@ -22,7 +22,7 @@ import os
 import signal
 import socket
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import Any
 
 from webserver_operator import __version__
@@ -31,14 +31,16 @@ from webserver_operator.kube.client import KubeClient
 from webserver_operator.kube.config import load_configuration
 from webserver_operator.manager.endpoints import ProbeServer
 from webserver_operator.manager.leader import LeaderElector
-from webserver_operator.manager.probes import Heartbeat, Probes
+from webserver_operator.manager.probes import Heartbeat, Probes, cache_synced, watches_running
 from webserver_operator.manager.settings import Settings
 from webserver_operator.reconcile.setup import setup_webserver_controller
 from webserver_operator.runtime.cache import InformerCache
 from webserver_operator.runtime.controller import Controller
-from webserver_operator.runtime.group import InformerGroup
 
 log = logging.getLogger(__name__)
+
+#: The elector sends one request at a time; a second connection covers a release racing a renewal.
+_LEASE_POOL_SIZE = 2
 
 _EXIT_OK = 0
 _EXIT_LEADERSHIP_LOST = 1
@@ -68,6 +70,8 @@ class Operator:
         self.stop_requested = asyncio.Event()
         self.probe_server: ProbeServer | None = None
         self.api: KubeClient | None = None
+        self.lease_api: KubeClient | None = None
+        self._clients: list[KubeClient] = []
         self.cache: InformerCache | None = None
         self.controller: Controller | None = None
         self.elector: LeaderElector | None = None
@@ -110,20 +114,34 @@ class Operator:
         """Client, informer cache and controller (declared by ``reconcile.setup``); informers start on every replica."""
         s = self.settings
         configuration = await load_configuration(kubeconfig=s.client.kubeconfig, context=s.client.context)
-        self.api = api = await KubeClient.create(
-            configuration, settings=s.client, watch_read_timeout=s.watch.read_timeout
+        # Three connection pools: requests (reconcile writes, Events), watches (each holds a connection for minutes;
+        # uncapped) and the Lease (never queued behind anything). See KubeClient.create.
+        self.api = api = await KubeClient.create(configuration, settings=s.client)
+        self._clients.append(api)
+        watch_api = await KubeClient.create(
+            configuration, settings=s.client, watch_read_timeout=s.watch.read_timeout, pool_size=0
         )
+        self._clients.append(watch_api)
+        self.lease_api = await KubeClient.create(configuration, settings=s.client, pool_size=_LEASE_POOL_SIZE)
+        self._clients.append(self.lease_api)
         log.info(
             "connected to %s; watching %s",
             api.host,
             ", ".join(s.watch.namespaces) if s.watch.namespaces else "all namespaces",
         )
-        self.cache = cache = InformerCache(api, s.watch)
-        self.controller = setup_webserver_controller(cache, api=api.without_retries(), settings=s.controller)
+        self.cache = cache = InformerCache(watch_api, s.watch)
+        writer = api.without_retries().gated(self._why_no_writes)
+        self.controller = setup_webserver_controller(cache, api=writer, settings=s.controller)
         for name, group in cache.groups.items():
-            probes.liveness[f"watch-{name}"] = _watch_check(group)
-            probes.readiness[f"cache-{name}"] = _synced_check(group, name)
+            probes.liveness[f"watch-{name}"] = watches_running(group)
+            probes.readiness[f"cache-{name}"] = cache_synced(group, name)
         self._tasks.append(asyncio.create_task(cache.run(), name="informers"))
+
+    def _why_no_writes(self) -> str | None:
+        """None while this replica may write; otherwise why not (read on every reconcile write)."""
+        if self.elector is not None and not self.elector.is_leader:
+            return "this replica is not the leader (its Lease was lost or released); the leader writes"
+        return None
 
     async def _sync_elect_and_run(self) -> int:
         s = self.settings
@@ -134,8 +152,9 @@ class Operator:
         hold: asyncio.Task[None] | None = None
         election = s.leader_election
         if election.leader_elect:
+            assert self.lease_api is not None
             self.elector = LeaderElector(
-                api,
+                self.lease_api,
                 lease_name=election.leader_election_id,
                 lease_namespace=election.leader_election_namespace or _pod_namespace() or "default",
                 identity=_identity(),
@@ -147,32 +166,9 @@ class Operator:
                 return _EXIT_OK
             hold = asyncio.create_task(self.elector.hold(), name="leader-election-hold")
 
-        controller_task = asyncio.create_task(controller.run(), name="controller")
-        stop_task = asyncio.create_task(self.stop_requested.wait(), name="stop-requested")
-        watched: set[asyncio.Task[Any]] = {controller_task, stop_task}
-        if hold is not None:
-            watched.add(hold)
-        done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
-        stop_task.cancel()
-        if hold is not None and hold in done:
-            # Deposed: no write may leave this process any more. Cancel in-flight reconciles immediately.
-            log.error("leader election lost: stopping at once so that only the new leader writes")
-            await controller.stop(0.0)
-            await asyncio.gather(controller_task, return_exceptions=True)
-            with contextlib.suppress(BaseException):
-                hold.result()
-            return _EXIT_LEADERSHIP_LOST
-        if controller_task in done:
-            controller_task.result()
-            log.error("controller stopped unexpectedly")
-            return _EXIT_FAILED
-        drained = await controller.stop(s.controller.drain_timeout)
-        await asyncio.gather(controller_task, return_exceptions=True)
-        if hold is not None:
-            hold.cancel()
-            await asyncio.gather(hold, return_exceptions=True)
-        log.info("controller drained" if drained else "drain timeout reached; in-flight reconciles were cancelled")
-        return _EXIT_OK
+        return await lead(
+            controller, hold=hold, stop_requested=self.stop_requested, drain_timeout=s.controller.drain_timeout
+        )
 
     async def _all_synced(self) -> None:
         assert self.cache is not None
@@ -199,39 +195,63 @@ class Operator:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self.api is not None:
-            await self.api.close()
+        for client in self._clients:
+            await client.close()
         if self.probe_server is not None:
             self.probe_server.stop()
         log.info("stopped")
 
 
-def _watch_check(group: InformerGroup) -> Callable[[], tuple[bool, str]]:
-    """Liveness of a group's watches: fails when a watch task died or made no progress for twice its stall timeout.
+async def lead(
+    controller: Controller,
+    *,
+    hold: asyncio.Task[None] | None,
+    stop_requested: asyncio.Event,
+    drain_timeout: float,
+) -> int:
+    """Run ``controller`` while leading (``hold`` renews the Lease) until a stop is requested; return the exit code.
 
-    The informer's watchdog restarts a silent watch after one stall timeout, so silence beyond two means the
-    restarts themselves stopped.
+    ``hold`` is watched the whole time, the shutdown drain included: if the Lease is lost (renewal failed for the renew
+    deadline, or someone else holds it) in-flight reconciles are cancelled at once, whatever the drain timeout, so a
+    deposed leader never writes after a standby may have taken over.
     """
+    controller_task = asyncio.create_task(controller.run(), name="controller")
+    stop_task = asyncio.create_task(stop_requested.wait(), name="stop-requested")
+    watched: set[asyncio.Task[Any]] = {controller_task, stop_task}
+    if hold is not None:
+        watched.add(hold)
+    done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+    stop_task.cancel()
+    if hold is not None and hold in done:
+        return await _deposed(controller, controller_task, hold)
+    if controller_task in done:
+        controller_task.result()
+        log.error("controller stopped unexpectedly")
+        return _EXIT_FAILED
+    drain = asyncio.create_task(controller.stop(drain_timeout), name="drain")
+    if hold is not None:
+        await asyncio.wait({drain, hold}, return_when=asyncio.FIRST_COMPLETED)
+        if hold.done() and not drain.done():
+            code = await _deposed(controller, controller_task, hold)
+            await asyncio.gather(drain, return_exceptions=True)
+            return code
+    drained = await drain
+    await asyncio.gather(controller_task, return_exceptions=True)
+    if hold is not None:
+        hold.cancel()
+        await asyncio.gather(hold, return_exceptions=True)
+    log.info("controller drained" if drained else "drain timeout reached; in-flight reconciles were cancelled")
+    return _EXIT_OK
 
-    def check() -> tuple[bool, str]:
-        if not group.alive:
-            return False, "a watch task has died"
-        for informer in group.informers:
-            silent, limit = informer.seconds_since_activity(), 2.0 * informer.stall_timeout
-            if silent > limit:
-                return False, f"{informer.name}: no watch progress for {silent:.0f}s (limit {limit:.0f}s)"
-        return True, "watching"
 
-    return check
-
-
-def _synced_check(group: InformerGroup, name: str) -> Callable[[], tuple[bool, str]]:
-    def check() -> tuple[bool, str]:
-        if group.has_synced:
-            return True, f"{name} cache synced"
-        return False, f"{name} cache not synced yet (is the CRD installed and the operator allowed to list {name}?)"
-
-    return check
+async def _deposed(controller: Controller, controller_task: asyncio.Task[None], hold: asyncio.Task[None]) -> int:
+    """Deposed: no write may leave this process any more. Cancel in-flight reconciles immediately."""
+    log.error("leader election lost: stopping at once so that only the new leader writes")
+    await controller.stop(0.0)
+    await asyncio.gather(controller_task, return_exceptions=True)
+    with contextlib.suppress(BaseException):
+        hold.result()
+    return _EXIT_LEADERSHIP_LOST
 
 
 async def run_operator(settings: Settings, *, install_signal_handlers: bool = True) -> int:

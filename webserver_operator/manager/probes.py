@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 Check = Callable[[], tuple[bool, str]]
 
@@ -61,3 +62,49 @@ def run_checks(checks: dict[str, Check]) -> tuple[bool, str]:
         lines.append(f"[{'+' if ok else '-'}]{name} {'ok' if ok else 'failed'}: {detail}")
     lines.append("healthz check passed" if healthy else "healthz check failed")
     return healthy, "\n".join(lines) + "\n"
+
+
+class _Watching(Protocol):
+    """What the checks read of a ``runtime.group.InformerGroup``."""
+
+    @property
+    def alive(self) -> bool: ...
+
+    @property
+    def has_synced(self) -> bool: ...
+
+    @property
+    def informers(self) -> Sequence[_Informer]: ...
+
+
+class _Informer(Protocol):
+    def seconds_since_activity(self) -> float: ...
+
+
+def watches_running(group: _Watching) -> Check:
+    """Liveness of a group's watches: fails only when a watch task has died (a restart would bring it back).
+
+    Silence from the API server is never a liveness failure: during an outage, or while the CRD or a list permission
+    is missing, every replica would be restarted in a loop for nothing. The informer's own watchdog restarts silent
+    watches; how long a watch has been silent is reported here as detail, and a blocked event loop is caught by the
+    heartbeat check.
+    """
+
+    def check() -> tuple[bool, str]:
+        if not group.alive:
+            return False, "a watch task has died"
+        silent = max((informer.seconds_since_activity() for informer in group.informers), default=0.0)
+        return True, f"watching (last sign of the API server {silent:.0f}s ago)"
+
+    return check
+
+
+def cache_synced(group: _Watching, name: str) -> Check:
+    """Readiness: the group's first list is in its cache."""
+
+    def check() -> tuple[bool, str]:
+        if group.has_synced:
+            return True, f"{name} cache synced"
+        return False, f"{name} cache not synced yet (is the CRD installed and the operator allowed to list {name}?)"
+
+    return check

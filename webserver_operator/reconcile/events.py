@@ -17,9 +17,9 @@ import socket
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from webserver_operator.core.resources import EVENTS
 from webserver_operator.core.vocabulary import ApiRequests
 from webserver_operator.kube.errors import KubeError
-from webserver_operator.kube.resources import EVENTS
 
 log = logging.getLogger(__name__)
 

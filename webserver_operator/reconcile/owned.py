@@ -13,7 +13,10 @@ reconciler hands ``(live, merged)`` to ``core.jsondiff.compare``, which says wha
 (with ``metadata.resourceVersion``, so a write based on a stale cache fails with 409 and is retried from fresh state).
 
 Owned, Deployment: our label keys (metadata and pod template), our controller ownerReference, ``spec.replicas``, and
-in the container named ``web`` its ``image``, ``ports`` and ``resources``, plus the pod's ``imagePullSecrets``.
+in the container named ``web`` its ``image``, ``ports`` and ``resources``, plus the pod's ``imagePullSecrets``,
+``automountServiceAccountToken: false`` and ``enableServiceLinks: false``. Adopting an orphan enforces exactly these;
+what someone else set on it (``serviceAccountName``, volumes, a securityContext) stays, as on any child: whoever can
+edit the Deployment could set those anyway, so adoption grants nothing new.
 Owned, Service: our label keys, our ownerReference, ``spec.type``, ``spec.selector`` and ``spec.ports`` (one ``http``
 port; an allocated ``nodePort`` is kept unless the WebServer asks for a specific one). Everything else is someone
 else's. A Deployment's ``spec.selector`` is immutable, so it is never patched: ``selector_mismatch`` reports it.
@@ -32,6 +35,8 @@ _DEFAULT_PROTOCOL: Final = "TCP"
 _DEFAULT_REPLICAS: Final = 1
 _DEFAULT_SERVICE_TYPE: Final = "ClusterIP"
 _RESOURCE_LISTS: Final = ("limits", "requests")
+#: Pod fields that would hand the pods more than the WebServer asks for; enforced like any owned field.
+_POD_PRIVILEGE_FIELDS: Final = ("automountServiceAccountToken", "enableServiceLinks")
 
 
 # --- merging owned fields --------------------------------------------------------------------------------------------
@@ -139,6 +144,10 @@ def _merge_pod_spec(pod_spec: KubeObject, want: KubeObject) -> None:
             pod_spec["containers"] = [*containers, copy.deepcopy(want_container)]
         else:
             _merge_container(container, want_container)
+
+    for key in _POD_PRIVILEGE_FIELDS:
+        if key in want and pod_spec.get(key) != want[key]:
+            pod_spec[key] = want[key]
 
     want_secrets = want.get("imagePullSecrets") or []
     if _secret_names(pod_spec.get("imagePullSecrets")) != _secret_names(want_secrets):

@@ -15,21 +15,45 @@ Raised inside ``reconcile.reconciler``; read by ``reconcile.status`` and ``recon
 
 from __future__ import annotations
 
+from webserver_operator.core.backoff import BackoffPolicy
+from webserver_operator.core.vocabulary import KubeObject
 from webserver_operator.kube.errors import ApiError, Forbidden, Invalid
+
+#: A problem only a person can fix is re-checked slowly (15 s doubling to 5 min): the cause may clear without any
+#: event we watch (the foreign object is deleted, a permission is granted).
+NEEDS_A_PERSON = BackoffPolicy(base=15.0, cap=300.0)
+#: A nodePort held by a Service we do not watch (label-filtered cache): freed without any event we see, so looked
+#: at again within seconds.
+PORT_TAKEN = BackoffPolicy(base=5.0, cap=30.0)
+#: Children of a deleted WebServer of the same name: the garbage collector removes them within seconds.
+GARBAGE_COLLECTION = BackoffPolicy(base=1.0, cap=2.0)
 
 
 class Problem(Exception):  # noqa: N818 - it is a verdict about the WebServer, raised where it is found
     """A reason the WebServer cannot progress without a person: becomes Ready=False, a Warning Event and a requeue.
 
     ``reason`` is CamelCase (``ServiceConflict``); ``message`` says what is wrong and what to do; ``event_reason``
-    defaults to ``reason``.
+    defaults to ``reason``. ``stalled`` is False for a wait that clears by itself (no Warning Event, kstatus
+    Reconciling instead of Stalled); ``recheck`` is how soon to look again; ``observed`` is the child as it still
+    exists when an update of it was rejected, so the status keeps describing what serves.
     """
 
-    def __init__(self, reason: str, message: str, *, event_reason: str | None = None) -> None:
+    def __init__(
+        self,
+        reason: str,
+        message: str,
+        *,
+        event_reason: str | None = None,
+        stalled: bool = True,
+        recheck: BackoffPolicy = NEEDS_A_PERSON,
+    ) -> None:
         super().__init__(message)
         self.reason = reason
         self.message = message
         self.event_reason = event_reason or reason
+        self.stalled = stalled
+        self.recheck = recheck
+        self.observed: KubeObject | None = None
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Problem):
@@ -54,7 +78,8 @@ def from_api_error(err: ApiError, *, kind: str, name: str, verb: str) -> Problem
             message = f"the API server rejected {kind} {name}: {err.message}; fix the WebServer's spec"
         else:
             message = f"the API server rejected the {kind} update: {err.message}"
-        return Problem(f"{kind}Invalid", message)
+        port_taken = kind == "Service" and "already allocated" in err.message
+        return Problem(f"{kind}Invalid", message, recheck=PORT_TAKEN if port_taken else NEEDS_A_PERSON)
     if isinstance(err, Forbidden):
         return Problem(f"{kind}Forbidden", f"cannot {verb} {kind} {name}: {err}")
     return None

@@ -22,6 +22,7 @@ no-retry client view, so failures go back to the work queue's per-key backoff.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 from collections.abc import Callable
@@ -32,7 +33,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from webserver_operator import metrics
-from webserver_operator.api.models import WebServer
+from webserver_operator.api.models import WEBSERVERS, WebServer
 from webserver_operator.builders import (
     INSTANCE_LABEL,
     MANAGED_BY_LABEL,
@@ -40,8 +41,8 @@ from webserver_operator.builders import (
     desired_deployment,
     desired_service,
 )
-from webserver_operator.core.backoff import BackoffPolicy
 from webserver_operator.core.jsondiff import Difference, compare
+from webserver_operator.core.resources import DEPLOYMENTS, SERVICES, Resource
 from webserver_operator.core.vocabulary import (
     MERGE_PATCH,
     ApiRequests,
@@ -51,19 +52,13 @@ from webserver_operator.core.vocabulary import (
     controller_of,
 )
 from webserver_operator.kube.errors import ApiError, Conflict, NotFound, TransportError
-from webserver_operator.kube.resources import DEPLOYMENTS, SERVICES, WEBSERVERS, Resource
-from webserver_operator.reconcile.conditions import set_condition
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.owned import merge_owned_deployment, merge_owned_service, selector_mismatch
-from webserver_operator.reconcile.problems import Problem, from_api_error
-from webserver_operator.reconcile.status import READY, compute_status, status_changed
+from webserver_operator.reconcile.problems import GARBAGE_COLLECTION, Problem, from_api_error
+from webserver_operator.reconcile.status import READY, compute_status, status_changed, with_kstatus_conditions
 from webserver_operator.runtime.result import Result
 
 log = logging.getLogger(__name__)
-
-PROBLEM_REQUEUE = BackoffPolicy(base=15.0, cap=300.0)
-"""A problem is re-checked slowly (15 s doubling to 5 min): the cause may clear without any event we watch (the
-foreign object is deleted, the other Service frees its nodePort)."""
 
 
 @dataclass(frozen=True)
@@ -148,33 +143,47 @@ class WebServerReconciler:
     async def _sync_children(
         self, ws: WebServer, obj: KubeObject
     ) -> tuple[dict[_Child, KubeObject | None], Problem | None]:
-        """Sync every child; returns what each looks like now and the first problem met (others are still synced)."""
+        """Sync every child, concurrently (they are independent: one round trip instead of two on a create).
+
+        Returns what each looks like now and the first problem met, in child order; other children are still synced.
+        A retriable API error is reported once and raised (the first one, in child order) after all have run.
+        """
+        children = (self._deployment, self._service)
+        outcomes = await asyncio.gather(
+            *(self._sync_child(ws, obj, child) for child in children), return_exceptions=True
+        )
         live: dict[_Child, KubeObject | None] = {}
         first: Problem | None = None
-        for child in (self._deployment, self._service):
-            try:
-                live[child] = await self._sync_child(ws, obj, child)
-            except Problem as problem:
-                live[child] = None
-                first = first or problem
-                await self._recorder.emit(
-                    obj,
-                    type_="Warning",
-                    reason=problem.event_reason,
-                    message=problem.message,
-                    once_key=f"{problem.reason}/{ws.generation}/{problem.message}",
-                )
-            except (ApiError, TransportError) as err:
+        failure: BaseException | None = None
+        for child, outcome in zip(children, outcomes, strict=True):
+            if isinstance(outcome, Problem):
+                live[child] = outcome.observed
+                first = first or outcome
+                if outcome.stalled:
+                    await self._recorder.emit(
+                        obj,
+                        type_="Warning",
+                        reason=outcome.event_reason,
+                        message=outcome.message,
+                        once_key=f"{outcome.reason}/{ws.generation}/{outcome.message}",
+                    )
+            elif isinstance(outcome, ApiError | TransportError):
                 # Retried with backoff by the controller; tell the user once per distinct error, not per retry.
-                if not isinstance(err, Conflict | NotFound):
+                if not isinstance(outcome, Conflict | NotFound):
                     await self._recorder.emit(
                         obj,
                         type_="Warning",
                         reason="ReconcileError",
-                        message=f"{child.kind} {ws.name}: {err} (retrying with backoff)",
-                        once_key=f"error/{ws.generation}/{type(err).__name__}/{getattr(err, 'status', '')}",
+                        message=f"{child.kind} {ws.name}: {outcome} (retrying with backoff)",
+                        once_key=f"error/{ws.generation}/{type(outcome).__name__}/{getattr(outcome, 'status', '')}",
                     )
-                raise
+                failure = failure or outcome
+            elif isinstance(outcome, BaseException):
+                failure = failure or outcome
+            else:
+                live[child] = outcome
+        if failure is not None:
+            raise failure
         return live, first
 
     async def _sync_child(self, ws: WebServer, ws_obj: KubeObject, child: _Child) -> KubeObject:
@@ -237,7 +246,12 @@ class WebServerReconciler:
             problem = from_api_error(err, kind=child.kind, name=ws.name, verb="update")
             if problem is None:
                 raise
+            problem.observed = live  # rejected: the old child still exists and serves
             raise problem from err
+        if _resource_version(updated) == _resource_version(live):
+            # The API server stored nothing new (it normalised our values to what it had): not a repair.
+            log.debug("no-op write to %s %s/%s", child.kind, ws.namespace, ws.name)
+            return updated
         what = "adopted orphaned" if adopting else "repaired drift in"
         paths = difference.paths
         metrics.DRIFT_REPAIRS.labels(kind=child.kind).inc()
@@ -261,6 +275,14 @@ class WebServerReconciler:
         if owner is not None:
             if owner.get("uid") == ws.uid:
                 return
+            if owner.get("kind") == ws.kind and owner.get("name") == ws.name:
+                raise Problem(
+                    "WaitingForGarbageCollection",
+                    f"{child.kind} {ws.name} still belongs to a deleted WebServer of the same name (uid "
+                    f"{owner.get('uid')}); the garbage collector is removing it, then the operator creates a new one",
+                    stalled=False,
+                    recheck=GARBAGE_COLLECTION,
+                )
             detail = f"it is controlled by {owner.get('kind')}/{owner.get('name')}"
         else:
             labels = (live.get("metadata") or {}).get("labels") or {}
@@ -282,7 +304,7 @@ class WebServerReconciler:
             return Result()
         streak = self._problem_streak.get(key, 0)
         self._problem_streak[key] = streak + 1
-        return Result(requeue_after=PROBLEM_REQUEUE.delay(streak))
+        return Result(requeue_after=problem.recheck.delay(streak))
 
     async def _write_status(
         self,
@@ -293,9 +315,12 @@ class WebServerReconciler:
     ) -> None:
         """PUT the status; on 409 retry once from a fresh read.
 
-        A 409 means the WebServer changed since the cache saw it. ``recompute`` rebuilds the status for the fresh
-        object from the same verdict inputs (children, problem); without it the 409 propagates and the controller
-        retries the whole reconcile.
+        A 409 means the WebServer changed since the cache saw it. When only its metadata or status changed (same
+        generation), ``recompute`` rebuilds the status for the fresh object from the same verdict inputs (children,
+        problem). A new generation means the children were synced for a spec that is no longer current: writing
+        now would claim ``observedGeneration`` for a spec never applied, so the 409 propagates and the controller
+        reconciles again from the cache (the new generation's own event is on its way). Without ``recompute`` the
+        409 always propagates.
         """
         meta = obj["metadata"]
         path = WEBSERVERS.path(namespace=meta["namespace"], name=meta["name"], subresource="status")
@@ -309,6 +334,8 @@ class WebServerReconciler:
             fresh = await self._fresh_webserver(obj)
             if fresh is None:
                 return
+            if _generation(fresh) != _generation(obj):
+                raise
             try:
                 redo = recompute(WebServer.model_validate(fresh))
             except ValidationError:
@@ -340,13 +367,11 @@ class WebServerReconciler:
         old_status = obj.get("status") or {}
         status = dict(old_status)
         status["observedGeneration"] = generation
-        status["conditions"] = set_condition(
+        status["conditions"] = with_kstatus_conditions(
             list(old_status.get("conditions") or []),
-            type=READY,
-            status="False",
-            reason="InvalidSpec",
-            message=message,
-            observed_generation=generation,
+            {"type": READY, "status": "False", "reason": "InvalidSpec", "message": message},
+            stalled=True,
+            generation=generation,
             now=self._clock(),
         )
         if status_changed(old_status or None, status):
@@ -360,3 +385,11 @@ class WebServerReconciler:
             extra={"namespace": meta.get("namespace"), "object_name": meta.get("name")},
         )
         return Result()
+
+
+def _resource_version(obj: KubeObject) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _generation(obj: KubeObject) -> int:
+    return int((obj.get("metadata") or {}).get("generation") or 0)

@@ -5,27 +5,55 @@
   WebServer that controls it, or, for an orphan, the one its instance label names (so it can be adopted).
 - Watches(Service deleted): a deleted Service frees a nodePort, so WebServers waiting on a problem look again now
   instead of at their next slow requeue.
-- Bookkeeping on WebServer events: the ``webserver_operator_managed_webservers`` gauge, and the Event recorder
-  forgetting a deleted WebServer's de-duplication memory.
+- Bookkeeping on WebServer events: the ``webserver_operator_managed_webservers`` gauge, the per-WebServer
+  ``webserver_operator_webserver_ready_status`` gauge, and the Event recorder forgetting a deleted WebServer's
+  de-duplication memory.
 
 Called by ``manager.manager`` with the shared informer cache and the client; hands back the controller to run.
 """
 
 from __future__ import annotations
 
+import contextlib
+
 from webserver_operator import metrics
+from webserver_operator.api.models import WEBSERVERS
 from webserver_operator.builders import CHILD_LABEL_SELECTOR
+from webserver_operator.core.resources import DEPLOYMENTS, SERVICES
 from webserver_operator.core.settings import ControllerSettings
 from webserver_operator.core.vocabulary import ApiRequests, EventType, KubeObject
-from webserver_operator.kube.resources import DEPLOYMENTS, SERVICES, WEBSERVERS
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.reconciler import Caches, WebServerReconciler
+from webserver_operator.reconcile.status import READY
 from webserver_operator.runtime.builder import ControllerBuilder
 from webserver_operator.runtime.cache import InformerCache
 from webserver_operator.runtime.controller import Controller
 from webserver_operator.runtime.enqueue import keys_on_delete
 
 CONTROLLER_NAME = "webserver"
+_CONDITION_STATUSES = ("True", "False", "Unknown")
+
+
+def publish_ready(event_type: EventType, obj: KubeObject) -> None:
+    """``webserver_operator_webserver_ready_status``: the stored Ready condition, one series per status value.
+
+    As cert-manager's ``certmanager_certificate_ready_status``: the series of the current status is 1, the others 0
+    (Unknown until the operator has written a Ready condition); a deleted WebServer's series are removed.
+    """
+    meta = obj.get("metadata") or {}
+    namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+    if event_type == "DELETED":
+        for status in _CONDITION_STATUSES:
+            with contextlib.suppress(KeyError):
+                metrics.WEBSERVER_READY.remove(namespace, name, status)
+        return
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    ready = next((c for c in conditions if isinstance(c, dict) and c.get("type") == READY), None)
+    current = str(ready.get("status")) if ready is not None else "Unknown"
+    for status in _CONDITION_STATUSES:
+        metrics.WEBSERVER_READY.labels(namespace=namespace, name=name, condition=status).set(
+            1 if status == current else 0
+        )
 
 
 def setup_webserver_controller(cache: InformerCache, *, api: ApiRequests, settings: ControllerSettings) -> Controller:
@@ -46,6 +74,7 @@ def setup_webserver_controller(cache: InformerCache, *, api: ApiRequests, settin
         if event_type == "DELETED":
             recorder.forget(str((obj.get("metadata") or {}).get("uid", "")))
         metrics.MANAGED_WEBSERVERS.set(len(webservers))
+        publish_ready(event_type, obj)
 
     webservers.add_handler(bookkeeping)
     return (

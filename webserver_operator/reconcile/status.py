@@ -22,6 +22,10 @@ from webserver_operator.reconcile.conditions import ConditionDict, format_time, 
 from webserver_operator.reconcile.problems import Problem
 
 READY: Final = "Ready"
+RECONCILING: Final = "Reconciling"
+STALLED: Final = "Stalled"
+#: Ready=False reasons that need a person (kstatus Failed), besides every stalled ``Problem``.
+_STALLED_REASONS: Final = frozenset({"ProgressDeadlineExceeded", "ReplicaFailure", "InvalidSpec"})
 
 
 def _verdict(status: str, reason: str, message: str) -> ConditionDict:
@@ -48,16 +52,47 @@ def compute_status(
     if node_port is not None:
         status["nodePort"] = node_port
     verdict = ready_verdict(ws, deployment=deployment, service=service, problem=problem)
-    status["conditions"] = set_condition(
-        _existing_conditions(ws),
-        type=READY,
-        status=verdict["status"],
-        reason=verdict["reason"],
-        message=verdict["message"],
-        observed_generation=ws.generation,
-        now=now,
+    stalled = (problem is not None and problem.stalled) or verdict["reason"] in _STALLED_REASONS
+    status["conditions"] = with_kstatus_conditions(
+        _existing_conditions(ws), verdict, stalled=stalled, generation=ws.generation, now=now
     )
     return status
+
+
+def with_kstatus_conditions(
+    conditions: list[ConditionDict] | None,
+    ready: ConditionDict,
+    *,
+    stalled: bool,
+    generation: int,
+    now: datetime,
+) -> list[ConditionDict]:
+    """``conditions`` with Ready set from ``ready``, and Reconciling and Stalled as the kstatus rules read them.
+
+    kstatus (cli-utils, which Helm 4's ``--wait`` and Flux use) reports InProgress while ``observedGeneration`` lags
+    or ``Reconciling`` is True, Failed while ``Stalled`` is True, and otherwise follows ``Ready``. So exactly one
+    holds: Ready=True (Current), Reconciling=True (creating, scaling, rolling out, recreating a child) or
+    Stalled=True (only a person can help: a conflict, a rejected child, a deadline). The other two are False with
+    the same reason, so ``kubectl get -o wide`` and dashboards read the same story from any of them.
+    """
+    is_ready = ready["status"] == "True"
+    reconciling = not is_ready and not stalled
+    result = list(conditions or [])
+    for condition_type, value in (
+        (READY, is_ready),
+        (RECONCILING, reconciling),
+        (STALLED, not is_ready and stalled),
+    ):
+        result = set_condition(
+            result,
+            type=condition_type,
+            status="True" if value else "False",
+            reason=ready["reason"],
+            message=ready["message"],
+            observed_generation=generation,
+            now=now,
+        )
+    return result
 
 
 def _service_node_port(service: KubeObject | None) -> int | None:

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Self
 
+from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import ControllerSettings
 from webserver_operator.core.vocabulary import EventHandler, EventType, KubeObject, ObjectKey
-from webserver_operator.kube.resources import Resource
 from webserver_operator.runtime.cache import InformerCache
 from webserver_operator.runtime.controller import Controller
 from webserver_operator.runtime.enqueue import KeyMapper, keys_for_object, keys_for_owner
@@ -68,11 +68,8 @@ class ControllerBuilder:
         if self._primary is None:
             raise ValueError(f"controller {self._name} needs for_() before complete()")
         queue: WorkQueue[ObjectKey] = WorkQueue(name=self._name)
-        for watch in self._watches:
-            group = self._cache.group(watch.resource, label_selector=watch.label_selector)
-            group.add_handler(_enqueue(queue, watch.keys))
         primary: InformerGroup = self._cache.group(self._primary, label_selector=self._primary_selector)
-        return Controller(
+        controller = Controller(
             self._name,
             reconciler,
             queue,
@@ -80,11 +77,15 @@ class ControllerBuilder:
             resync_period=self._settings.resync_period,
             primary=primary,
         )
+        for watch in self._watches:
+            group = self._cache.group(watch.resource, label_selector=watch.label_selector)
+            group.add_handler(_enqueue(controller, watch.keys))
+        return controller
 
 
-def _enqueue(queue: WorkQueue[ObjectKey], keys: KeyMapper) -> EventHandler:
+def _enqueue(controller: Controller, keys: KeyMapper) -> EventHandler:
     def handle(event_type: EventType, obj: KubeObject, old: KubeObject | None) -> None:
         for key in keys(event_type, obj, old):
-            queue.add(key)
+            controller.enqueue(key)
 
     return handle

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import asyncio
 
+from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import WatchSettings
 from webserver_operator.core.vocabulary import WatchApi
-from webserver_operator.kube.resources import Resource
 from webserver_operator.runtime.group import InformerGroup
 
 

@@ -4,6 +4,8 @@ What each outcome does (controller-runtime ``reconcileHandler``, because operato
 
 * success, no ``requeue_after`` -> ``forget`` the key's backoff; it sleeps until the next event or resync.
 * success with ``requeue_after`` -> ``forget`` and ``add_after``: a timed recheck, not a failure.
+* ``Conflict`` (409: our cache was behind the object we wrote) -> rate-limited requeue, counted as
+  ``result="requeue"`` and logged at debug: routine with optimistic concurrency, not an error.
 * exception -> rate-limited requeue (5 ms doubling per key, capped; never sooner than the error's ``retry_after``,
   so a 429's ``Retry-After`` is honoured here rather than by a client retry inside the worker), error metrics, one
   log line with the key.
@@ -12,8 +14,11 @@ What each outcome does (controller-runtime ``reconcileHandler``, because operato
   event that enqueues it anyway.
 
 Every exception is caught per key, so one bad object never kills a worker or stalls the others; while a key backs off
-the workers serve other keys. The queue guarantees one worker per key. A periodic resync (default 10 h, like
-controller-runtime's SyncPeriod) re-enqueues every primary object as a safety net against missed events.
+the workers serve other keys. The queue guarantees one worker per key. Keys offered before ``run`` are dropped (a
+standby replica keeps warm caches but an empty queue); ``run`` starts by enqueueing every primary object, as
+controller-runtime replays its caches when a controller starts after winning the election. A periodic resync
+(default 10 h, like controller-runtime's SyncPeriod) re-enqueues every primary object as a safety net against missed
+events.
 
 ``Result``, ``TerminalError`` and the ``Reconciler`` Protocol are declared in ``runtime.result``. Built by
 ``runtime.builder.ControllerBuilder.complete``, which also connects the informers' events to its queue; run and
@@ -27,6 +32,8 @@ from collections.abc import Callable
 
 from webserver_operator import metrics
 from webserver_operator.core.vocabulary import ObjectKey, ObjectReader, object_key
+from webserver_operator.kube.errors import Conflict
+from webserver_operator.runtime import logcontext
 from webserver_operator.runtime.result import Reconciler, is_terminal
 from webserver_operator.runtime.workqueue import WorkQueue
 
@@ -60,6 +67,7 @@ class Controller:
         self.primary = primary
         self._clock = clock
         self._worker_tasks: list[asyncio.Task[None]] = []
+        self._running = False
         self._background: list[asyncio.Task[None]] = []
         self._m_active = metrics.ACTIVE_WORKERS.labels(controller=name)
         self._m_errors = metrics.RECONCILE_ERRORS.labels(controller=name)
@@ -67,8 +75,15 @@ class Controller:
 
     # -- event -> key ---------------------------------------------------------------------------------------------
 
+    @property
+    def running(self) -> bool:
+        """True from the start of ``run`` until it returns; keys are only taken while running."""
+        return self._running
+
     def enqueue(self, key: ObjectKey) -> None:
-        self.queue.add(key)
+        """Ask for ``key`` to be reconciled; ignored until the controller runs (``run`` enqueues everything)."""
+        if self._running:
+            self.queue.add(key)
 
     def resync(self) -> int:
         """Enqueue every object of the primary cache; returns how many keys were offered."""
@@ -87,6 +102,8 @@ class Controller:
             raise RuntimeError(f"controller {self.name} is already running")
         metrics.MAX_CONCURRENT_RECONCILES.labels(controller=self.name).set(self.workers)
         self._m_active.set(0)
+        self._running = True
+        self.resync()
         self._worker_tasks = [
             asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}") for i in range(self.workers)
         ]
@@ -97,6 +114,7 @@ class Controller:
         try:
             await asyncio.wait(self._worker_tasks)
         finally:
+            self._running = False
             self.queue.shutdown()
             tasks = [*self._worker_tasks, *self._background]
             for task in tasks:
@@ -145,6 +163,10 @@ class Controller:
                 self.queue.done(key)
 
     async def _process(self, key: ObjectKey) -> None:
+        with logcontext.reconciling(controller=self.name, namespace=key[0], name=key[1]):
+            await self._process_in_context(key)
+
+    async def _process_in_context(self, key: ObjectKey) -> None:
         started = self._clock()
         try:
             result = await self.reconciler.reconcile(key)
@@ -171,9 +193,20 @@ class Controller:
         )
 
     def _on_error(self, key: ObjectKey, exc: Exception, duration: float) -> None:
+        if isinstance(exc, Conflict):
+            self.queue.add_rate_limited(key)
+            metrics.RECONCILE_TOTAL.labels(controller=self.name, result="requeue").inc()
+            logger.debug(
+                "reconcile %s/%s met a newer object than its cache (409), retrying: %s",
+                *key,
+                exc,
+                extra=self._extra(key, "requeue", duration),
+            )
+            return
         self._m_errors.inc()
         metrics.RECONCILE_TOTAL.labels(controller=self.name, result="error").inc()
         if is_terminal(exc):
+            metrics.TERMINAL_RECONCILE_ERRORS.labels(controller=self.name).inc()
             self.queue.forget(key)
             logger.error(
                 "reconcile %s/%s failed terminally (not retried until the object changes): %s",

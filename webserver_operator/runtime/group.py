@@ -14,6 +14,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
+from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import WatchSettings
 from webserver_operator.core.vocabulary import (
     EventHandler,
@@ -24,7 +25,6 @@ from webserver_operator.core.vocabulary import (
     WatchApi,
     object_key,
 )
-from webserver_operator.kube.resources import Resource
 from webserver_operator.runtime.informer import Informer, noop_handler
 
 logger = logging.getLogger(__name__)

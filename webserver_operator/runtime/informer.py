@@ -36,10 +36,10 @@ from typing import Any
 
 from webserver_operator import metrics
 from webserver_operator.core.backoff import Backoff, BackoffPolicy
+from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import STALL_GRACE_SECONDS
 from webserver_operator.core.vocabulary import EventHandler, EventType, KubeObject, WatchApi, object_key
 from webserver_operator.kube.errors import Forbidden, Gone, NotFound, api_error_from_status
-from webserver_operator.kube.resources import Resource
 from webserver_operator.runtime.store import Store, StoreEvent
 
 logger = logging.getLogger(__name__)
@@ -63,6 +63,26 @@ class _Stalled(Exception):  # noqa: N818 - control flow, not an error
 
 def noop_handler(_type: EventType, _obj: KubeObject, _old: KubeObject | None) -> None:
     return None
+
+
+#: Annotation kubectl writes with a full copy of the object as last applied: never read by a controller.
+_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def strip_unread_fields(obj: KubeObject) -> KubeObject:
+    """Drop what no reconciler reads before an object is cached (controller-runtime's default transform).
+
+    ``managedFields`` and kubectl's last-applied copy are often most of an object's size. Writes are computed
+    between the cached object and a copy of it, so a field absent from both never appears in a patch; status writes
+    go to the status subresource, which ignores metadata.
+    """
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict) and _LAST_APPLIED in annotations:
+            del annotations[_LAST_APPLIED]
+    return obj
 
 
 def _failure_reason(exc: BaseException) -> str:
@@ -220,7 +240,7 @@ class Informer:
         """List items lack kind/apiVersion (watch objects carry them); fill them in so both look the same."""
         obj.setdefault("apiVersion", self.resource.api_version)
         obj.setdefault("kind", self.resource.kind)
-        return obj
+        return strip_unread_fields(obj)
 
     # -- watch --------------------------------------------------------------------------------------------------------
 
@@ -316,6 +336,7 @@ class Informer:
             logger.warning("informer %s: ignoring watch event of unknown type %r", self.name, event_type)
             return
         change: StoreEvent
+        strip_unread_fields(obj)
         if event_type == "DELETED":
             old = self.store.delete(object_key(obj))
             change = ("DELETED", obj, old)

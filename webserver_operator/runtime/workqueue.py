@@ -17,8 +17,9 @@ Why these semantics: they are what makes a level-triggered controller correct wi
 Deviation from client-go: after ``shutdown`` ``get`` returns ``None`` at once instead of draining queued keys. The
 queue is rebuilt from the informer caches on the next start (level-triggered), so stopping quickly loses nothing.
 
-Metrics mirror client-go's workqueue metrics (label ``name``) so existing dashboards work. All timing uses a monotonic
-clock, injectable for tests; timers are scheduled on the running loop (``add_after`` must be called from it).
+Metrics mirror controller-runtime's workqueue metrics (labels ``controller`` and ``name``, both the queue's name)
+so existing dashboards work. All timing uses a monotonic clock, injectable for tests; timers are scheduled on the
+running loop (``add_after`` must be called from it).
 
 Filled by the event mappings ``runtime.builder`` registers on the informers; drained by ``runtime.controller``.
 """
@@ -73,13 +74,13 @@ class WorkQueue(Generic[K]):
         self._getters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._shutting_down = False
 
-        self._m_depth = metrics.WORKQUEUE_DEPTH.labels(name=name)
-        self._m_adds = metrics.WORKQUEUE_ADDS.labels(name=name)
-        self._m_queue_duration = metrics.WORKQUEUE_QUEUE_DURATION.labels(name=name)
-        self._m_work_duration = metrics.WORKQUEUE_WORK_DURATION.labels(name=name)
-        self._m_retries = metrics.WORKQUEUE_RETRIES.labels(name=name)
-        self._m_unfinished = metrics.WORKQUEUE_UNFINISHED_WORK.labels(name=name)
-        self._m_longest = metrics.WORKQUEUE_LONGEST_RUNNING_PROCESSOR.labels(name=name)
+        self._m_depth = metrics.WORKQUEUE_DEPTH.labels(controller=name, name=name)
+        self._m_adds = metrics.WORKQUEUE_ADDS.labels(controller=name, name=name)
+        self._m_queue_duration = metrics.WORKQUEUE_QUEUE_DURATION.labels(controller=name, name=name)
+        self._m_work_duration = metrics.WORKQUEUE_WORK_DURATION.labels(controller=name, name=name)
+        self._m_retries = metrics.WORKQUEUE_RETRIES.labels(controller=name, name=name)
+        self._m_unfinished = metrics.WORKQUEUE_UNFINISHED_WORK.labels(controller=name, name=name)
+        self._m_longest = metrics.WORKQUEUE_LONGEST_RUNNING_PROCESSOR.labels(controller=name, name=name)
         self._m_depth.set(0)
 
     # -- immediate adds -----------------------------------------------------------------------------------------------

@@ -84,7 +84,9 @@ def test_desired_deployment_minimal() -> None:
                             "image": "nginx:1.27",
                             "ports": [{"name": "http", "containerPort": 80, "protocol": "TCP"}],
                         }
-                    ]
+                    ],
+                    "automountServiceAccountToken": False,
+                    "enableServiceLinks": False,
                 },
             },
         },

@@ -84,3 +84,21 @@ def test_absurd_exponent_is_a_value_error() -> None:
 def test_quantities_equal(a: int | str, b: int | str, equal: bool) -> None:
     assert quantities_equal(a, b) is equal
     assert quantities_equal(b, a) is equal
+
+
+@pytest.mark.parametrize(
+    ("written", "stored"),
+    [
+        ("0.5n", "1n"),  # finer than a nano: rounded up, as the API server stores it
+        ("1.0000000001", "1000000001n"),
+        ("-0.5n", "-1n"),
+        ("16Ei", 2**63 - 1),  # binary suffix above int64: capped
+        ("0", "0"),
+    ],
+)
+def test_compared_as_the_api_server_stores_them(written: str, stored: str | int) -> None:
+    assert quantities_equal(written, stored)
+
+
+def test_decimal_suffixes_are_not_capped() -> None:
+    assert not quantities_equal("16E", 2**63 - 1)

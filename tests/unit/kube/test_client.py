@@ -23,11 +23,19 @@ from aiohttp.test_utils import TestServer
 from kubernetes_asyncio.client import Configuration
 
 from webserver_operator import metrics
+from webserver_operator.core.resources import DEPLOYMENTS, SERVICES
 from webserver_operator.core.settings import ClientSettings
 from webserver_operator.core.vocabulary import MERGE_PATCH, QueryValue
 from webserver_operator.kube.client import FIELD_MANAGER, USER_AGENT, KubeClient
-from webserver_operator.kube.errors import Conflict, Forbidden, Gone, NotFound, ServerError, TransportError
-from webserver_operator.kube.resources import DEPLOYMENTS, SERVICES
+from webserver_operator.kube.errors import (
+    Conflict,
+    Forbidden,
+    Gone,
+    NotFound,
+    ServerError,
+    TransportError,
+    WritesStopped,
+)
 from webserver_operator.kube.retry import RetryPolicy
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -299,12 +307,13 @@ async def test_client_side_rate_limit(server: tuple[FakeApiServer, str]) -> None
     fake, url = server
     fake.then(*[answer(200, {}) for _ in range(3)])
     sleeps = Sleeps()
-    settings = ClientSettings(qps=10.0, burst=2)
+    # 1 qps: the third request waits even on a machine slow enough to take a tenth of a second per request.
+    settings = ClientSettings(qps=1.0, burst=2)
     async with await KubeClient.create(configuration_for(url), settings=settings, sleep=sleeps) as client:
         for _ in range(3):
             await client.request("GET", "/api/v1/namespaces")
     assert len(sleeps.delays) == 1
-    assert 0 < sleeps.delays[0] <= 0.1
+    assert 0 < sleeps.delays[0] <= 1.0
 
 
 async def test_failures_are_logged_without_secrets(
@@ -465,3 +474,37 @@ async def test_watch_requires_a_server_timeout(kube: tuple[KubeClient, FakeApiSe
         async with client.watch("/api/v1/services", query={"timeoutSeconds": 600}):
             pass
     assert fake.seen == []
+
+
+async def test_waiting_for_a_pooled_connection_is_bounded(server: tuple[FakeApiServer, str]) -> None:
+    """With every connection held by a watch, a request fails after the connect timeout instead of queueing forever."""
+    fake, url = server
+
+    async def hang() -> None:
+        await asyncio.wait_for(fake.release.wait(), timeout=10)
+
+    fake.then(stream(json.dumps(event("ADDED", "a", "2")).encode() + b"\n", then=hang))
+    settings = ClientSettings(connect_timeout=0.5, read_timeout=5.0)
+    client = await KubeClient.create(
+        configuration_for(url), settings=settings, retry=RetryPolicy(max_retries=0), pool_size=1
+    )
+    async with client, client.watch("/api/v1/services", query=WATCH_QUERY) as events:
+        assert (await anext(events))["type"] == "ADDED"
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(TransportError, match="timed out"):
+            await client.request("GET", SERVICES.path(namespace="d"))
+        assert loop.time() - started < 3
+
+
+async def test_a_gated_view_refuses_writes_but_not_reads(kube: tuple[KubeClient, FakeApiServer, Sleeps]) -> None:
+    client, fake, _ = kube
+    leading = [True]
+    gated = client.gated(lambda: None if leading[0] else "the Lease was lost")
+    fake.then(answer(200, {}), answer(200, {"ok": 1}))
+    await gated.request("PATCH", DEPLOYMENTS.path(namespace="d", name="web"), body={}, content_type=MERGE_PATCH)
+    leading[0] = False
+    with pytest.raises(WritesStopped, match="the Lease was lost"):
+        await gated.request("PUT", SERVICES.path(namespace="d", name="s"), body={})
+    assert await gated.request("GET", SERVICES.path(namespace="d", name="s")) == {"ok": 1}
+    assert [call.method for call in fake.seen] == ["PATCH", "GET"], "the refused write never left the process"

@@ -19,8 +19,8 @@ import pytest
 
 from tests.support.fake_api import FakeApi
 from webserver_operator import metrics
+from webserver_operator.core.resources import LEASES
 from webserver_operator.kube.errors import ServerError, TransportError
-from webserver_operator.kube.resources import LEASES
 from webserver_operator.manager.leader import (
     LeaderElector,
     LeadershipLost,
@@ -531,3 +531,23 @@ async def test_release_never_raises(failure: str, caplog: pytest.LogCaptureFixtu
     assert time.monotonic() - started < 1
     assert gauge(name) == 0
     assert "could not release" in caplog.text
+
+
+async def test_release_is_one_round_trip_so_the_drain_and_release_fit_the_grace_period() -> None:
+    """Release writes on the Lease it last wrote (one PUT); a GET only after a 409. SIGKILL must not land first."""
+    kube, name = FakeLeases(), lease_name()
+    e = elector(kube, name)
+    await e.acquire()
+    kube.calls.clear()
+    await e.release()
+    assert [call.method for call in kube.calls] == ["PUT"]
+    assert kube.spec(name)["holderIdentity"] == ""
+
+
+async def test_release_after_someone_wrote_the_lease_reads_it_and_leaves_it_alone() -> None:
+    kube, name = FakeLeases(), lease_name()
+    e = elector(kube, name)
+    await e.acquire()
+    kube.store(name, held_by("rival"))
+    await e.release()
+    assert kube.spec(name)["holderIdentity"] == "rival"

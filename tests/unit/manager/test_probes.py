@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from webserver_operator.manager.probes import Heartbeat, run_checks
+from webserver_operator.manager.probes import Heartbeat, cache_synced, run_checks, watches_running
 
 
 def test_heartbeat_detects_a_blocked_loop() -> None:
@@ -23,3 +23,33 @@ def test_probe_report_lists_each_check_and_survives_a_broken_one() -> None:
     assert ok is False
     assert "[+]good ok: fine" in text
     assert "[-]bad failed: check raised RuntimeError('boom')" in text
+
+
+class _SilentInformer:
+    name = "webservers"
+    stall_timeout = 10.0
+
+    def seconds_since_activity(self) -> float:
+        return 3600.0  # an hour without a byte from the API server: an outage, not a wedged process
+
+
+class _Group:
+    def __init__(self, *, alive: bool, synced: bool) -> None:
+        self.alive = alive
+        self.has_synced = synced
+        self.informers = [_SilentInformer()]
+
+
+def test_liveness_ignores_an_unavailable_api_and_fails_only_when_a_watch_task_died() -> None:
+    """An API outage (or a missing CRD or permission) must not restart every replica: liveness means wedged."""
+    assert watches_running(_Group(alive=True, synced=True))()[0] is True
+    ok, detail = watches_running(_Group(alive=False, synced=True))()
+    assert ok is False
+    assert "died" in detail
+
+
+def test_readiness_reports_the_cache_and_what_to_check() -> None:
+    ok, detail = cache_synced(_Group(alive=True, synced=False), "webservers")()
+    assert ok is False
+    assert "is the CRD installed" in detail
+    assert cache_synced(_Group(alive=True, synced=True), "webservers")()[0] is True

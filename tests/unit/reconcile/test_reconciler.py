@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from tests.support.fake_api import FakeApi, status_error
+from webserver_operator.api.models import WEBSERVERS
 from webserver_operator.builders import child_labels
+from webserver_operator.core.resources import DEPLOYMENTS, EVENTS, SERVICES
 from webserver_operator.core.vocabulary import KubeObject, KubeObjects, ObjectKey
 from webserver_operator.kube.errors import Conflict, ServerError
-from webserver_operator.kube.resources import DEPLOYMENTS, EVENTS, SERVICES, WEBSERVERS
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.reconciler import Caches, WebServerReconciler
 
@@ -76,7 +77,7 @@ def reconciler(api: FakeApi, *, stale: bool = False) -> WebServerReconciler:
 def ready(api: FakeApi) -> dict[str, Any]:
     ws = api.get(WS_PATH)
     assert ws is not None
-    (condition,) = ws["status"]["conditions"]
+    (condition,) = [c for c in ws["status"]["conditions"] if c["type"] == "Ready"]
     assert isinstance(condition, dict)
     return condition
 
@@ -283,3 +284,164 @@ async def test_deleted_webserver_is_left_to_the_garbage_collector() -> None:
 
 def test_conflict_type_is_the_kube_layers() -> None:
     assert isinstance(status_error(409, "Conflict", method="PUT", path=WS_PATH), Conflict)
+
+
+# --- issue 10: defects found in review, each confirmed by a test that failed before its fix -----------------------
+
+
+async def test_status_409_with_a_newer_generation_never_claims_the_unapplied_spec() -> None:
+    """The fresh WebServer has generation 2, but the children were synced for generation 1: no observedGeneration 2."""
+    api = with_world()
+    rec = reconciler(api)
+    await rec.reconcile(KEY)
+    stale = api.get(WS_PATH)
+    assert stale is not None
+    fresh = copy.deepcopy(stale)
+    fresh["spec"]["image"] = "nginx:1.28"
+    stored = api.put(WEBSERVERS.path(namespace=NS), fresh)
+    stored["metadata"]["generation"] = 2
+    api.collections[WEBSERVERS.path(namespace=NS)][NAME]["metadata"]["generation"] = 2
+    stale_status = copy.deepcopy(stale)
+    stale_status["status"]["replicas"] = 5  # make the cached status differ so a write is attempted
+
+    class Cached(LiveCache):
+        def get(self, key: ObjectKey, /) -> KubeObject | None:
+            return stale_status
+
+    rec._caches = Caches(webservers=Cached(api, ""), deployments=rec._caches.deployments, services=rec._caches.services)
+    with pytest.raises(Conflict):
+        await rec.reconcile(KEY)  # back to the queue: the new generation's own event reconciles it properly
+    ws = api.get(WS_PATH)
+    assert ws is not None
+    assert ws["status"]["observedGeneration"] == 1
+    deployment = api.get(DEP_PATH)
+    assert deployment is not None
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.27"
+
+
+async def test_rejected_service_update_keeps_reporting_what_exists() -> None:
+    api = with_world()
+    rec = reconciler(api)
+    await rec.reconcile(KEY)
+    live_port = api.get(SVC_PATH)["spec"]["ports"][0]["nodePort"]  # type: ignore[index]
+    api.put(
+        SERVICES.path(namespace=NS),
+        {
+            "kind": "Service",
+            "metadata": {"name": "other", "namespace": NS},
+            "spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": 31111}]},
+        },
+    )
+    ws = api.get(WS_PATH)
+    assert ws is not None
+    ws["spec"]["nodePort"] = 31111
+    api.put(WEBSERVERS.path(namespace=NS), ws)
+    await rec.reconcile(KEY)
+    status = api.get(WS_PATH)["status"]  # type: ignore[index]
+    assert (ready(api)["status"], ready(api)["reason"]) == ("False", "ServiceInvalid")
+    assert "already allocated" in ready(api)["message"]
+    assert status["nodePort"] == live_port, "the live Service still serves on its old port"
+    assert api.get(SVC_PATH)["spec"]["ports"][0]["nodePort"] == live_port  # type: ignore[index]
+
+
+async def test_rejected_deployment_update_keeps_the_replica_counts() -> None:
+    api = with_world()
+    rec = reconciler(api)
+    await rec.reconcile(KEY)
+    deployment = api.get(DEP_PATH)
+    assert deployment is not None
+    deployment["status"] = {"replicas": 2, "readyReplicas": 2, "availableReplicas": 2, "updatedReplicas": 2}
+    api.put(DEPLOYMENTS.path(namespace=NS), deployment)
+    ws = api.get(WS_PATH)
+    assert ws is not None
+    ws["spec"]["replicas"] = 3
+    api.put(WEBSERVERS.path(namespace=NS), ws)
+    api.fail(
+        "PATCH",
+        f"/deployments/{NAME}",
+        status_error(403, "Forbidden", method="PATCH", path=DEP_PATH, message="admission webhook denied the request"),
+    )
+    await rec.reconcile(KEY)
+    status = api.get(WS_PATH)["status"]  # type: ignore[index]
+    assert ready(api)["reason"] == "DeploymentForbidden"
+    assert (status["replicas"], status["readyReplicas"]) == (2, 2)
+
+
+async def test_a_no_op_write_is_not_recorded_as_a_repair() -> None:
+    """The API server rounds ``0.5n`` cpu up to ``1n``: comparing as the server stores it means no write at all."""
+    api = with_world(resources={"requests": {"cpu": "0.5n"}})
+    rec = reconciler(api)
+    await rec.reconcile(KEY)
+    stored = api.get(DEP_PATH)
+    assert stored is not None
+    stored["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1n"  # what the server keeps
+    api.put(DEPLOYMENTS.path(namespace=NS), stored)
+    writes = len(api.writes())
+    for _ in range(3):
+        await rec.reconcile(KEY)
+    assert len(api.writes()) == writes
+    assert ("Normal", "Repaired") not in events(api)
+
+
+async def test_children_of_a_deleted_webserver_with_the_same_name_are_not_a_conflict() -> None:
+    """Deleted and recreated quickly: the old children wait for the garbage collector; no false Conflict."""
+    api = with_world()
+    await reconciler(api).reconcile(KEY)
+    ws = api.get(WS_PATH)
+    assert ws is not None
+    del api.collections[WEBSERVERS.path(namespace=NS)][NAME]
+    recreated = webserver()
+    api.put(WEBSERVERS.path(namespace=NS), recreated)  # same name, new uid; old children still there
+    result = await reconciler(api).reconcile(KEY)
+    assert ready(api)["reason"] == "WaitingForGarbageCollection"
+    assert "Conflict" not in " ".join(reason for _, reason in events(api))
+    assert result.requeue_after is not None
+    assert result.requeue_after <= 2.0
+
+
+async def test_pods_get_no_service_account_token_and_no_service_links() -> None:
+    api = with_world()
+    await reconciler(api).reconcile(KEY)
+    pod = api.get(DEP_PATH)["spec"]["template"]["spec"]  # type: ignore[index]
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["enableServiceLinks"] is False
+
+
+async def test_adopting_an_orphan_resets_token_and_links_but_keeps_fields_it_does_not_own() -> None:
+    """Decision: adoption enforces the owned fields (token, links included); others' fields stay, as for any child."""
+    api = with_world()
+    await reconciler(api).reconcile(KEY)
+    orphan = api.get(DEP_PATH)
+    assert orphan is not None
+    del orphan["metadata"]["ownerReferences"]
+    pod = orphan["spec"]["template"]["spec"]
+    pod.update(
+        automountServiceAccountToken=True,
+        enableServiceLinks=True,
+        serviceAccountName="builder",
+        volumes=[{"name": "cache", "emptyDir": {}}],
+        securityContext={"runAsNonRoot": True},
+    )
+    api.put(DEPLOYMENTS.path(namespace=NS), orphan)
+    await reconciler(api).reconcile(KEY)
+    adopted = api.get(DEP_PATH)["spec"]["template"]["spec"]  # type: ignore[index]
+    assert (adopted["automountServiceAccountToken"], adopted["enableServiceLinks"]) == (False, False)
+    assert adopted["serviceAccountName"] == "builder"
+    assert adopted["volumes"] == [{"name": "cache", "emptyDir": {}}]
+    assert adopted["securityContext"] == {"runAsNonRoot": True}
+
+
+async def test_a_node_port_conflict_is_rechecked_within_seconds_not_minutes() -> None:
+    api = with_world(nodePort=31111)
+    api.put(
+        SERVICES.path(namespace=NS),
+        {
+            "kind": "Service",
+            "metadata": {"name": "other", "namespace": NS},
+            "spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": 31111}]},
+        },
+    )
+    rec = reconciler(api)
+    delays = [(await rec.reconcile(KEY)).requeue_after for _ in range(8)]
+    assert ready(api)["reason"] == "ServiceInvalid"
+    assert all(d is not None and d <= 30.0 for d in delays), delays

@@ -245,7 +245,7 @@ def test_ready_condition(
     for fragment in fragments:
         assert fragment in verdict["message"]
     result = compute_status(ws, deployment=live_deployment, service=live_service, problem=problem, now=T1)
-    (ready,) = result["conditions"]
+    (ready,) = [c for c in result["conditions"] if c["type"] == "Ready"]
     assert (ready["status"], ready["reason"], ready["message"]) == (status, reason, verdict["message"])
     assert ready["observedGeneration"] == 2
 
@@ -268,7 +268,23 @@ def test_full_status() -> None:
                 "lastTransitionTime": "2024-04-01T08:00:00Z",
                 "reason": "Available",
                 "message": "3/3 pods available.",
-            }
+            },
+            {
+                "type": "Reconciling",
+                "status": "False",
+                "observedGeneration": 2,
+                "lastTransitionTime": "2024-05-01T12:10:00Z",
+                "reason": "Available",
+                "message": "3/3 pods available.",
+            },
+            {
+                "type": "Stalled",
+                "status": "False",
+                "observedGeneration": 2,
+                "lastTransitionTime": "2024-05-01T12:10:00Z",
+                "reason": "Available",
+                "message": "3/3 pods available.",
+            },
         ],
     }
 
@@ -300,13 +316,16 @@ def test_other_condition_types_are_kept() -> None:
         ]
     }
     result = compute_status(make_ws(previous), deployment=deployment(), service=service(), problem=None, now=T1)
-    assert [c["type"] for c in result["conditions"]] == ["Ready", "Degraded"]
+    assert [c["type"] for c in result["conditions"]] == ["Ready", "Degraded", "Reconciling", "Stalled"]
 
 
 def test_steady_state_writes_nothing() -> None:
     """Recomputing from the stored status later, with nothing changed, must not count as a change."""
     first = compute_status(make_ws(), deployment=deployment(), service=service(), problem=None, now=T0)
-    stored = {**first, "conditions": [{**first["conditions"][0], "lastTransitionTime": "2024-05-01T12:00:00.000000Z"}]}
+    stored = {
+        **first,
+        "conditions": [{**c, "lastTransitionTime": "2024-05-01T12:00:00.000000Z"} for c in first["conditions"]],
+    }
     second = compute_status(make_ws(stored), deployment=deployment(), service=service(), problem=None, now=T1)
     assert second == first
     assert not status_changed(stored, second)

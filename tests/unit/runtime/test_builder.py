@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
 from tests.support.fake_api import FakeApi
+from webserver_operator.api.models import WEBSERVERS
+from webserver_operator.core.resources import DEPLOYMENTS, SERVICES
 from webserver_operator.core.settings import ControllerSettings, WatchSettings
-from webserver_operator.kube.resources import DEPLOYMENTS, SERVICES, WEBSERVERS
 from webserver_operator.runtime.builder import ControllerBuilder
 from webserver_operator.runtime.cache import InformerCache
 from webserver_operator.runtime.enqueue import keys_on_delete
@@ -17,8 +19,12 @@ from webserver_operator.runtime.result import Result
 SELECTOR = "app.kubernetes.io/managed-by=webserver-operator"
 
 
-class _Noop:
+class _Recorder:
+    def __init__(self) -> None:
+        self.keys: list[tuple[str, str]] = []
+
     async def reconcile(self, key: tuple[str, str]) -> Result:
+        self.keys.append(key)
         return Result()
 
 
@@ -39,15 +45,18 @@ def _obj(name: str, *, owner: str | None = None, labels: dict[str, str] | None =
 
 async def test_for_owns_and_watches_feed_the_queue() -> None:
     cache = InformerCache(FakeApi(), WatchSettings())
+    reconciler = _Recorder()
     controller = (
         ControllerBuilder("builder-test", cache, ControllerSettings(workers=2))
         .for_(WEBSERVERS)
         .owns(DEPLOYMENTS, label_selector=SELECTOR)
         .owns(SERVICES, label_selector=SELECTOR)
         .watches(SERVICES, keys_on_delete(lambda: [("ns", "waiting")]), label_selector=SELECTOR)
-        .complete(_Noop())
+        .complete(reconciler)
     )
     assert controller.workers == 2
+    task = asyncio.create_task(controller.run())
+    await asyncio.sleep(0)
     assert controller.primary is cache.group(WEBSERVERS)
     deployments = cache.group(DEPLOYMENTS, label_selector=SELECTOR).informers[0]
     services = cache.group(SERVICES, label_selector=SELECTOR).informers[0]
@@ -55,13 +64,13 @@ async def test_for_owns_and_watches_feed_the_queue() -> None:
     deployments.on_event("MODIFIED", _obj("d", owner="owner"), None)
     services.on_event("ADDED", _obj("s", labels={"app.kubernetes.io/instance": "adopt-me"}), None)
     services.on_event("DELETED", _obj("s", owner="owner"), None)
-    queue = controller.queue
-    assert [await queue.get() for _ in range(len(queue))] == [
-        ("ns", "primary"),
-        ("ns", "owner"),
-        ("ns", "adopt-me"),
-        ("ns", "waiting"),
-    ]
+    for _ in range(100):
+        if len(reconciler.keys) == 4:
+            break
+        await asyncio.sleep(0.01)
+    await controller.stop(1.0)
+    await task
+    assert sorted(reconciler.keys) == [("ns", "adopt-me"), ("ns", "owner"), ("ns", "primary"), ("ns", "waiting")]
     assert sorted(cache.groups) == ["deployments", "services", "webservers"], "one shared informer per resource"
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.fake_api import status_error
 from webserver_operator import metrics
 from webserver_operator.runtime.controller import Controller
 from webserver_operator.runtime.result import Result, TerminalError, is_terminal
@@ -56,6 +57,7 @@ class ScriptedReconciler:
 @contextlib.asynccontextmanager
 async def running(controller: Controller) -> AsyncIterator[asyncio.Task[None]]:
     task = asyncio.create_task(controller.run())
+    await asyncio.sleep(0)  # let it start: keys offered before a controller runs are dropped
     try:
         yield task
     finally:
@@ -122,6 +124,10 @@ async def test_terminal_error_is_counted_but_not_retried(caplog: pytest.LogCaptu
     assert queue.pending_delayed() == {}
     assert queue.num_requeues(A) == 0
     assert errors("ctl-terminal") == 1
+    terminal = metrics.REGISTRY.get_sample_value(
+        "controller_runtime_terminal_reconcile_errors_total", {"controller": "ctl-terminal"}
+    )
+    assert terminal == 1
     assert "spec.image is empty" in caplog.text
     record = next(r for r in caplog.records if "terminally" in r.getMessage())
     assert [record.__dict__[f] for f in ("namespace", "object_name", "controller")] == ["ns", "a", "ctl-terminal"]
@@ -213,6 +219,7 @@ async def test_stop_lets_in_flight_reconciles_finish_within_the_bound() -> None:
     queue: WorkQueue[Key] = WorkQueue(name="ctl-stop-drain")
     controller = Controller("ctl-stop-drain", Slow(), queue, workers=1)
     task = asyncio.create_task(controller.run())
+    await asyncio.sleep(0)  # started: keys offered before a controller runs are dropped
     controller.enqueue(A)
     controller.enqueue(B)
     await eventually(lambda: A in queue.processing())
@@ -236,6 +243,7 @@ async def test_stop_cancels_reconciles_that_outlive_the_bound() -> None:
     queue: WorkQueue[Key] = WorkQueue(name="ctl-stop-cancel")
     controller = Controller("ctl-stop-cancel", Stuck(), queue, workers=2)
     task = asyncio.create_task(controller.run())
+    await asyncio.sleep(0)  # started: keys offered before a controller runs are dropped
     controller.enqueue(A)
     await eventually(lambda: A in queue.processing())
     assert await controller.stop(0.02) is False
@@ -265,3 +273,38 @@ async def test_run_twice_is_refused() -> None:
         await asyncio.sleep(0)
         with pytest.raises(RuntimeError, match="already running"):
             await controller.run()
+
+
+async def test_a_stale_cache_conflict_is_retried_quietly_not_reported_as_an_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A 409 because our cache was behind is routine: requeued with backoff, no ERROR line, no error count."""
+    conflict = status_error(409, "Conflict", method="PATCH", path="/apis/apps/v1/namespaces/ns/deployments/a")
+    rec = ScriptedReconciler(lambda key, attempt: conflict if attempt == 1 else Result())
+    queue: WorkQueue[Key] = WorkQueue(name="ctl-conflict", base_backoff=0.001)
+    controller = Controller("ctl-conflict", rec, queue)
+    with caplog.at_level(logging.DEBUG):
+        async with running(controller):
+            controller.enqueue(A)
+            await eventually(lambda: rec.attempts[A] == 2 and not queue.processing())
+    assert errors("ctl-conflict") == 0
+    assert total("ctl-conflict", "requeue") == 1
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert all(r.exc_info is None for r in caplog.records)
+
+
+async def test_keys_offered_before_the_controller_runs_are_dropped_and_the_start_enqueues_every_primary() -> None:
+    """A standby (not leading) must not fill its queue (workqueue_depth would read N forever)."""
+    primary = Store()
+    for name in ("a", "b"):
+        primary.upsert({"metadata": {"namespace": "ns", "name": name, "resourceVersion": "1"}})
+    rec = ScriptedReconciler(lambda key, attempt: Result())
+    queue: WorkQueue[Key] = WorkQueue(name="ctl-standby")
+    controller = Controller("ctl-standby", rec, queue, primary=primary)
+    controller.enqueue(A)
+    assert len(queue) == 0
+    assert (
+        metrics.REGISTRY.get_sample_value("workqueue_depth", {"controller": "ctl-standby", "name": "ctl-standby"}) == 0
+    )
+    async with running(controller):
+        await eventually(lambda: rec.attempts[A] == 1 and rec.attempts[B] == 1)

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from tests.support.fake_api import FakeApi
+from webserver_operator.core.resources import NAMESPACES, Resource
 from webserver_operator.core.settings import WatchSettings
-from webserver_operator.kube.resources import NAMESPACES, Resource
 from webserver_operator.runtime.group import InformerGroup
 
 pytestmark = pytest.mark.timeout(5)

@@ -11,8 +11,8 @@ import pytest
 from tests.support.fake_api import STALL, FakeApi
 from webserver_operator import metrics
 from webserver_operator.core.backoff import Backoff, BackoffPolicy
+from webserver_operator.core.resources import Resource
 from webserver_operator.kube.errors import Forbidden, Gone, NotFound, ServerError, TransportError
-from webserver_operator.kube.resources import Resource
 from webserver_operator.runtime.informer import Informer
 
 pytestmark = pytest.mark.timeout(5)
@@ -362,3 +362,25 @@ async def test_last_activity_advances_with_events() -> None:
     await run_until_idle(informer, kube)
     assert informer.last_activity == 200.0
     assert informer.seconds_since_activity() == 0.0
+
+
+def _heavy(name: str, rv: str) -> dict[str, Any]:
+    o = obj(name, rv)
+    o["metadata"]["managedFields"] = [{"manager": "kubectl", "operation": "Update", "fieldsV1": {"f:spec": {}}}]
+    o["metadata"]["annotations"] = {
+        "kubectl.kubernetes.io/last-applied-configuration": '{"spec": {}}' * 100,
+        "team": "blue",
+    }
+    return o
+
+
+async def test_fields_nobody_reads_are_stripped_on_the_way_into_the_cache() -> None:
+    """managedFields and kubectl's last-applied copy can be most of an object's size; the cache keeps neither."""
+    kube = FakeKube(lists=[page([_heavy("a", "1")], "10")], watches=[[event("ADDED", _heavy("b", "11"))]])
+    informer = make_informer(kube)
+    await run_until_idle(informer, kube)
+    for name in ("a", "b"):
+        cached = informer.store.get(("default", name))
+        assert cached is not None
+        assert "managedFields" not in cached["metadata"]
+        assert cached["metadata"]["annotations"] == {"team": "blue"}

@@ -27,7 +27,7 @@ class FakeClock:
 
 
 def sample(name: str, queue: str) -> float:
-    value = metrics.REGISTRY.get_sample_value(name, {"name": queue})
+    value = metrics.REGISTRY.get_sample_value(name, {"controller": queue, "name": queue})
     return value or 0.0
 
 

@@ -1,21 +1,11 @@
-"""Resource paths and their inverse (path -> resource, method -> RBAC verb), which error messages rely on."""
+"""Resource coordinates and the REST paths built from them."""
 
 from __future__ import annotations
 
 import pytest
 
-from webserver_operator.kube.resources import (
-    DEPLOYMENTS,
-    EVENTS,
-    LEASES,
-    NAMESPACES,
-    SERVICES,
-    WEBSERVERS,
-    PathInfo,
-    Resource,
-    parse_path,
-    rbac_verb,
-)
+from webserver_operator.api.models import WEBSERVERS
+from webserver_operator.core.resources import DEPLOYMENTS, EVENTS, LEASES, NAMESPACES, SERVICES, Resource
 
 EXAMPLE = Resource("example.com", "v1", "webservers", "WebServer")
 
@@ -68,42 +58,3 @@ def test_path_refuses_ambiguous_requests() -> None:
         DEPLOYMENTS.path(namespace="x", name="a/b")
     with pytest.raises(ValueError, match="non-empty"):
         DEPLOYMENTS.path(namespace="", name="a")
-
-
-@pytest.mark.parametrize(
-    ("path", "expected"),
-    [
-        ("/apis/apps/v1/deployments", PathInfo("apps", "v1", "deployments")),
-        (
-            "/apis/apps/v1/namespaces/d/deployments/web/status?x=1",
-            PathInfo("apps", "v1", "deployments", "d", "web", "status"),
-        ),
-        ("/api/v1/namespaces/d/services", PathInfo("", "v1", "services", "d")),
-        ("/api/v1/namespaces", PathInfo("", "v1", "namespaces")),
-        ("/api/v1/namespaces/d", PathInfo("", "v1", "namespaces", None, "d")),
-        ("/api/v1/namespaces/d/status", PathInfo("", "v1", "namespaces", None, "d", "status")),
-        ("/version", None),
-        ("/apis/apps", None),
-        ("/api/v1", None),
-    ],
-)
-def test_parse_path(path: str, expected: PathInfo | None) -> None:
-    assert parse_path(path) == expected
-
-
-@pytest.mark.parametrize(
-    ("method", "path", "watch", "verb"),
-    [
-        ("GET", "/apis/apps/v1/namespaces/d/deployments/web", False, "get"),
-        ("GET", "/apis/apps/v1/namespaces/d/deployments", False, "list"),
-        ("GET", "/apis/apps/v1/deployments", True, "watch"),
-        ("post", "/api/v1/namespaces/d/services", False, "create"),
-        ("PUT", "/api/v1/namespaces/d/services/s", False, "update"),
-        ("PATCH", "/api/v1/namespaces/d/services/s", False, "patch"),
-        ("DELETE", "/api/v1/namespaces/d/services/s", False, "delete"),
-        ("DELETE", "/api/v1/namespaces/d/services", False, "deletecollection"),
-        ("GET", "/version", False, "get"),
-    ],
-)
-def test_rbac_verb(method: str, path: str, watch: bool, verb: str) -> None:
-    assert rbac_verb(method, path, watch=watch) == verb
