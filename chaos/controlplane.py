@@ -46,7 +46,6 @@ class ControlPlane:
     etcdctl: Path
     restarts: list[tuple[float, str, str]] = field(default_factory=list)  # (time, component, why)
     _recorded: dict[str, _Recorded] = field(default_factory=dict)
-    _children: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         for name in COMPONENTS:
@@ -98,19 +97,29 @@ class ControlPlane:
                 raise ControlPlaneError(f"{name} (pid {pid}) did not exit after SIGKILL")
 
     def start(self, name: str, *, why: str) -> int:
-        """Start ``name`` again with its recorded command line, appending to its log file."""
+        """Start ``name`` again with its recorded command line, appending to its log file.
+
+        Detached as kwokctl starts it (its own session, parent init), so it outlives the harness and is never a
+        zombie child of it: ``sh`` starts it in the background through ``setsid`` and prints its PID.
+        """
         if self.pid(name) is not None:
             raise ControlPlaneError(f"{name} is already running")
         rec = self._recorded[name]
         log_path = self.cluster_dir / "logs" / f"{name}.log"
-        with log_path.open("ab") as log, open(os.devnull, "rb") as devnull:
-            proc = subprocess.Popen(
-                rec.argv, cwd=rec.cwd, env=rec.env, stdin=devnull, stdout=log, stderr=log, start_new_session=True
-            )
-        self._children.append(proc)  # polled by ensure_running, so a dead restarted component is reaped
-        self._pid_file(name).write_text(f"{proc.pid}\n")
+        script = 'log="$1"; shift; setsid "$@" >>"$log" 2>&1 </dev/null & echo $!'
+        out = subprocess.run(
+            ["sh", "-c", script, "sh", str(log_path), *rec.argv],
+            cwd=rec.cwd,
+            env=rec.env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        pid = int(out.stdout.strip())
+        self._pid_file(name).write_text(f"{pid}\n")
         self.restarts.append((time.time(), name, why))
-        return proc.pid
+        return pid
 
     def restart(self, name: str, sig: signal.Signals = signal.SIGTERM, *, why: str, grace: float = 30.0) -> int:
         self.stop(name, sig, timeout=grace)
@@ -119,7 +128,6 @@ class ControlPlane:
     def ensure_running(self) -> list[str]:
         """Start every component that is not running; returns their names."""
         started = []
-        self._children = [child for child in self._children if child.poll() is None]
         for name in COMPONENTS:
             if self.pid(name) is None:
                 self.start(name, why="exited on its own (found dead by the harness)")

@@ -327,7 +327,6 @@ class Fault:
     name: str
     title: str
     run: FaultFn
-    cap: float = 60.0
     after: Callable[[Harness, Window], None] | None = None  # figures that need the finished window
 
 
@@ -341,7 +340,6 @@ FAULTS: dict[str, Fault] = {
             "compaction-gap",
             "etcd compacted during a watch gap (410 on resume, relist)",
             compaction_gap,
-            90.0,
             _after_compaction_gap,
         ),
         Fault(
@@ -352,11 +350,9 @@ FAULTS: dict[str, Fault] = {
         Fault("reset-leader", "proxy: the leader's connections reset", reset_leader),
         Fault("half-open", "proxy: half-open connections (no data, no FIN)", half_open),
         Fault("api-outage", "API unreachable for longer than twice the watch stall timeout", api_outage),
-        Fault(
-            "kill-bulk-create", "leader killed (-9) at random points of a bulk create", kill_during_bulk_create, 90.0
-        ),
+        Fault("kill-bulk-create", "leader killed (-9) at random points of a bulk create", kill_during_bulk_create),
         Fault("leader-kill", "leader killed (-9)", leader_kill),
-        Fault("sigterm-brownout", "leader SIGTERMed during an API brownout", sigterm_in_brownout, 90.0),
+        Fault("sigterm-brownout", "leader SIGTERMed during an API brownout", sigterm_in_brownout),
         Fault("leader-cut-off", "leader cut off from the API for longer than the lease", leader_cut_off),
         Fault(
             "token-rotation",
@@ -364,7 +360,7 @@ FAULTS: dict[str, Fault] = {
             token_rotation,
             after=_after_token_rotation,
         ),
-        Fault("40-namespaces", "40 watched namespaces (--namespaces)", many_namespaces, 90.0),
-        Fault("combined", "combined: APF + latency + etcd freeze + reset + leader kill", combined, 90.0),
+        Fault("40-namespaces", "40 watched namespaces (--namespaces)", many_namespaces),
+        Fault("combined", "combined: APF + latency + etcd freeze + reset + leader kill", combined),
     )
 }

@@ -108,7 +108,7 @@ class Harness:
         self.canary_ns = self.namespaces[0]
         self.run_label = f"{RUN_LABEL}={self.run_id}"
         self.cp = ControlPlane(self.cluster_dir, etcdctl=self.bin_dir / "etcdctl")
-        self.audit = AuditLog(self.cp.audit_log, users_prefix=f"system:serviceaccount:{AUDITED_NAMESPACE}:")
+        self.audit = AuditLog(self.cp.audit_log, users_prefix=identity.username(f"{self.prefix}-"))
         self.endpoint = Endpoint.from_kubeconfig(self.kubeconfig)
         self.api = KubeApi(self.endpoint)
         self.toxi: Toxiproxy | None = None
@@ -373,7 +373,7 @@ class Harness:
                 await asyncio.sleep(2)
                 continue
             remaining = unconverged(state, skip=self.foreign_keys())
-            for problem in duplicates(state) + leftovers(state):
+            for problem in duplicates(state) + [str(left) for left in leftovers(state)]:
                 remaining[("child", problem)] = problem
             if not remaining:
                 return {}

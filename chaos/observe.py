@@ -135,15 +135,30 @@ def duplicates(state: ClusterState) -> list[str]:
     return problems
 
 
-def leftovers(state: ClusterState) -> list[str]:
-    """Children whose controlling WebServer no longer exists (the garbage collector should have removed them)."""
+@dataclass(frozen=True)
+class Leftover:
+    """A child whose controlling WebServer no longer exists (the garbage collector has yet to remove it)."""
+
+    kind: str
+    namespace: str
+    name: str
+
+    @property
+    def resource(self) -> str:
+        return "deployments" if self.kind == "Deployment" else "services"
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+
+def leftovers(state: ClusterState) -> list[Leftover]:
     uids = {ws["metadata"]["uid"] for ws in state.webservers.values()}
     found = []
     for kind, objs in (("Deployment", state.deployments), ("Service", state.services)):
         for key, obj in objs.items():
             ref = controller(obj)
             if ref is not None and ref.get("kind") == "WebServer" and ref.get("uid") not in uids:
-                found.append(f"{kind} {key[0]}/{key[1]}")
+                found.append(Leftover(kind, key[0], key[1]))
     return found
 
 

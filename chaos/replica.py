@@ -161,6 +161,7 @@ class Replica:
                 elif in_raw_traceback and line.strip() and not line.startswith((" ", "\t")):
                     in_raw_traceback = False
                     self._record("traceback", f"(raw stderr) {line.strip()}"[:300], now)
+        inc.proc.stderr.close()
 
     def _stopped(self) -> bool:
         return self._stopping

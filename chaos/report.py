@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from chaos.scenario import Measured, Result
-from chaos.verdicts import PEAK_FACTOR
+from chaos.verdicts import BASELINE_FACTOR, CATCH_UP_REQUESTS_PER_WEBSERVER
 
 MARKER = "<!-- analysis -->"
 
@@ -33,7 +33,8 @@ def _summary_row(m: Measured) -> str:
     verdict = _ok(all(r.passed for r in m.rules))
     return (
         f"| [{w.name}](#{w.name}) | {w.healed - w.start:.0f} | {_secs(w.canary)} | {_secs(w.backlog)} | "
-        f"{f.rps_mean:.1f} / {f.rps_peak} / {f.rps_peak_other} | {f.lists} | {f.status_429} | {f.status_5xx} | "
+        f"{f.rps_mean:.1f} / {f.rps_peak} / {f.rps_peak_other} | {f.other} ({f.other_budget:.0f}) | {f.lists} | "
+        f"{f.status_429} | {f.status_5xx} | "
         f"{len(f.deposed_writes)} | {len(f.liveness)} | {len(f.tracebacks)} | {len(f.leader_changes)} | {verdict} |"
     )
 
@@ -49,6 +50,7 @@ def _fault_section(m: Measured, baseline: Measured | None) -> list[str]:
             "requests/s: mean / busiest second / busiest second without LIST+WATCH",
             f"{f.rps_mean:.1f} / {f.rps_peak} / {f.rps_peak_other}",
         ),
+        ("requests without LIST+WATCH (budget)", f"{f.other} ({f.other_budget:.0f})"),
         ("LIST requests (limit)", f"{f.lists} ({f.list_allowance})"),
         ("429 answers / 5xx answers", f"{f.status_429} / {f.status_5xx}"),
         ("writes accepted from the operators (excluding Leases)", str(f.writes_accepted)),
@@ -114,8 +116,11 @@ def render(result: Result, *, command: str) -> str:
         "",
         "- **recovered**: the canary change made right after the heal is applied and observed, and every "
         "WebServer's generation at heal time is observed in its status, each within the window's limit.",
-        f"- **no retry storm**: the busiest second without LIST/WATCH is at most {PEAK_FACTOR:g}x the baseline's "
-        "busiest such second, and LISTs stay within two per informer per process that ran in the window.",
+        f"- **no retry storm**: requests other than LIST/WATCH stay within {BASELINE_FACTOR:g}x what the no-fault "
+        f"baseline sent in as long plus {CATCH_UP_REQUESTS_PER_WEBSERVER} per WebServer for each catch-up in the "
+        "window (one, plus one per process start and per leader change: a new leader re-reconciles everything at "
+        "once), and LISTs stay within two per informer per process that ran in the window. The busiest second is "
+        "reported, not judged: catching up is a burst by design.",
         "- **no write from a deposed leader**: no write accepted from a replica later than its last successful Lease "
         "renewal + renew deadline + 1s (+ injected latency), nor from a replica that never held the Lease.",
         "- **liveness never failed**: every /healthz answer of a live process was 200.",
@@ -143,9 +148,9 @@ def render(result: Result, *, command: str) -> str:
         "",
         "Seconds; requests/s as mean / busiest second / busiest second without LIST+WATCH.",
         "",
-        "| fault | duration | canary | backlog | requests/s | LISTs | 429 | 5xx | deposed writes | liveness "
-        "failures | tracebacks | leader changes | verdict |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| fault | duration | canary | backlog | requests/s | other requests (budget) | LISTs | 429 | 5xx | "
+        "deposed writes | liveness failures | tracebacks | leader changes | verdict |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     lines += [_summary_row(m) for m in result.faults]
     lines += ["", "## Faults", ""]
