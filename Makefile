@@ -9,14 +9,17 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 TOOLS_BIN = $(shell hack/tools.sh bindir)
-KUBECTL = $(TOOLS_BIN)/kubectl
-HELM = $(TOOLS_BIN)/helm
+KUBECTL ?= $(TOOLS_BIN)/kubectl
+HELM ?= $(TOOLS_BIN)/helm
 # Test backends: local (the control plane built here, started on demand), existing (KUBE_CONTEXT=<name> of a
 # cluster you own; the suites install cluster-scoped objects), kind (needs a Docker engine).
 CLUSTER ?= local
 export CLUSTER
 PYTEST_ARGS ?=
-IMG ?= ghcr.io/webserver-operator/webserver-operator:0.1.0
+# The operator image. No public image is published yet: the default is a local name (docker-build builds it,
+# kind-load loads it into kind, the chart and config/ default to it); set IMG=<registry>/webserver-operator:<tag>
+# to push it and to deploy from your registry.
+IMG ?= localhost/webserver-operator:0.1.0
 
 ##@ General
 
@@ -54,8 +57,12 @@ manifests: venv ## Generate the CRD (config/crd, chart) from the pydantic models
 ##@ Tests
 
 .PHONY: test-unit
-test-unit: venv ## Unit tests only (pure, no cluster).
-	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+test-unit: venv ## Unit tests only (pure: no cluster, no built tools; tests marked `tools` are deselected).
+	$(PY) -m pytest tests/unit -m "not tools" $(PYTEST_ARGS)
+
+.PHONY: test-tools
+test-tools: venv tools ## The unit tests test-unit leaves out: chart, manifests and rules through helm/kubectl/promtool.
+	$(PY) -m pytest tests/unit -m tools $(PYTEST_ARGS)
 
 .PHONY: test-integration
 test-integration: venv tools ## Integration tests against the local control plane (started on demand).
@@ -118,6 +125,42 @@ image-recipe: venv ## Run the Dockerfile's steps on the host (wheel, clean venv,
 docker-build: ## Build the container image (needs a Docker engine). IMG=<name:tag> to override.
 	docker build -t $(IMG) .
 
+##@ Deployment (kubebuilder style; on the cluster of the current kubeconfig)
+
+# Where `make deploy` puts the operator; DRY_RUN=server|client checks without changing anything; DIST receives the
+# installer and the chart archive.
+DEPLOY_NAMESPACE ?= webserver-operator-system
+DRY_RUN ?= none
+DIST ?= dist
+# The built tools are only needed when KUBECTL/HELM point at them (KUBECTL=kubectl uses your own).
+INSTALL_ENV = IMG='$(IMG)' DEPLOY_NAMESPACE='$(DEPLOY_NAMESPACE)' DRY_RUN='$(DRY_RUN)' DIST='$(DIST)' KUBECTL='$(KUBECTL)'
+NEEDS_TOOLS = $(if $(filter $(TOOLS_BIN)/%,$(KUBECTL) $(HELM)),tools)
+
+.PHONY: install
+install: $(NEEDS_TOOLS) ## Install the WebServer CRD (server-side apply; also upgrades it).
+	$(INSTALL_ENV) hack/install.sh install
+
+.PHONY: uninstall
+uninstall: $(NEEDS_TOOLS) ## Delete the WebServer CRD: EVERY WebServer and its Deployment and Service go with it.
+	$(INSTALL_ENV) hack/install.sh uninstall
+
+.PHONY: deploy
+deploy: $(NEEDS_TOOLS) ## Deploy config/default (CRD, RBAC, operator) with IMG into DEPLOY_NAMESPACE.
+	$(INSTALL_ENV) hack/install.sh deploy
+
+.PHONY: undeploy
+undeploy: $(NEEDS_TOOLS) ## Delete what deploy created, the CRD included (so every WebServer too).
+	$(INSTALL_ENV) hack/install.sh undeploy
+
+.PHONY: build-installer
+build-installer: $(NEEDS_TOOLS) ## Write dist/install.yaml (DIST=...): CRD, RBAC and Deployment (IMG) in one file.
+	$(INSTALL_ENV) hack/install.sh build-installer
+
+.PHONY: chart-package
+chart-package: $(NEEDS_TOOLS) ## Lint (--strict) and package the Helm chart into dist/webserver-operator-<version>.tgz.
+	$(HELM) lint --strict charts/webserver-operator
+	$(HELM) package charts/webserver-operator --destination $(DIST)
+
 ##@ Run
 
 .PHONY: run
@@ -125,5 +168,9 @@ run: venv ## Run the operator on this machine against the current kubeconfig.
 	$(VENV)/bin/webserver-operator run
 
 .PHONY: demo
-demo: venv tools ## Local cluster + CRD + operator + a Ready sample WebServer, then how to play with it.
+demo: venv tools ## The demo's own local cluster + CRD + operator + a Ready sample WebServer, then how to play with it.
 	hack/demo.sh
+
+.PHONY: demo-down
+demo-down: ## Stop the demo operator and the demo's cluster (the tests' cluster is left alone).
+	hack/demo.sh down

@@ -55,17 +55,8 @@ kill_leftovers() {
   fi
 }
 
-stop_demo_operator() {
-  local pidfile="${XDG_CACHE_HOME:-${HOME}/.cache}/webserver-operator/demo/operator.pid"
-  if [[ -f "${pidfile}" ]]; then
-    kill "$(cat "${pidfile}")" 2>/dev/null && log "stopped the demo operator"
-    rm -f "${pidfile}"
-  fi
-}
-
 cmd_down() {
   use_tools
-  stop_demo_operator
   if [[ -d "${CLUSTER_DIR}" ]]; then
     log "deleting cluster ${CLUSTER_NAME}"
     kwokctl delete cluster --name "${CLUSTER_NAME}" >/dev/null 2>&1 || true

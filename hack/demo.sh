@@ -1,12 +1,50 @@
 #!/usr/bin/env bash
-# `make demo`: the local control plane, the CRD, the operator (as a background process on this machine) and the
-# sample WebServer, Ready; then what to try. Idempotent: run it again to restart the operator.
+# `make demo`: a local control plane of its own, the CRD, the operator (as a background process on this machine) and
+# the sample WebServer, Ready; then what to try. Idempotent: run it again to restart the operator.
+#
+# Usage: hack/demo.sh [up] | down | kubeconfig | cluster-name
+#
+# The demo never shares a cluster with the test suites: it runs its own cluster (DEMO_CLUSTER_NAME, default
+# webserver-operator-demo) next to the tests' one (webserver-operator), so `make demo` followed by `make test` leaves
+# a demo operator running that never sees, and is never disturbed by, what the tests do; `make demo-down` stops the
+# demo operator and its cluster.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
 
-STATE="${XDG_CACHE_HOME:-${HOME}/.cache}/webserver-operator/demo"
-mkdir -p "${STATE}"
+export CLUSTER_NAME="${DEMO_CLUSTER_NAME:-webserver-operator-demo}"
+METRICS_PORT="${DEMO_METRICS_PORT:-8080}"
+HEALTH_PORT="${DEMO_HEALTH_PORT:-8081}"
+
+LOG_PREFIX=demo
+# shellcheck source=lib.sh
+source "${ROOT}/hack/lib.sh"
+
+case "${1:-up}" in
+up) ;;
+cluster-name)
+  printf '%s\n' "${CLUSTER_NAME}"
+  exit 0
+  ;;
+kubeconfig) exec hack/cluster.sh kubeconfig ;;
+down)
+  [[ "${CLUSTER:-local}" == "kind" ]] && exec hack/kind.sh down
+  # The operator runs with the cluster's kubeconfig in its command line, so stopping the cluster stops it too;
+  # stop it first by its pid anyway, so it exits cleanly (releases its Lease) rather than being killed.
+  pidfile="$(hack/cluster.sh kubeconfig)"
+  pidfile="$(dirname "${pidfile}")/demo/operator.pid"
+  if [[ -f "${pidfile}" ]] && kill "$(cat "${pidfile}")" 2>/dev/null; then
+    log "stopping the demo operator (pid $(cat "${pidfile}"))"
+    for _ in $(seq 1 60); do
+      kill -0 "$(cat "${pidfile}")" 2>/dev/null || break
+      sleep 0.5
+    done
+  fi
+  exec hack/cluster.sh down
+  ;;
+*) die "usage: hack/demo.sh [up] | down | kubeconfig | cluster-name" ;;
+esac
+
 BIN="$(hack/tools.sh bindir)"
 k() { "${BIN}/kubectl" --kubeconfig "${KUBECONFIG_PATH}" "$@"; }
 
@@ -30,6 +68,9 @@ fi
 
 hack/cluster.sh up
 KUBECONFIG_PATH="$(hack/cluster.sh kubeconfig)"
+# State (pid, log) lives with the demo's cluster: `hack/cluster.sh down` removes both.
+STATE="$(dirname "${KUBECONFIG_PATH}")/demo"
+mkdir -p "${STATE}"
 
 echo "== installing the CRD (server-side apply, as for upgrades)"
 k apply --server-side --force-conflicts --field-manager=webserver-operator-demo -f config/crd/bases/ >/dev/null
@@ -41,11 +82,11 @@ if [[ -f "${STATE}/operator.pid" ]] && kill -0 "$(cat "${STATE}/operator.pid")" 
 fi
 echo "== starting the operator (log: ${STATE}/operator.log)"
 nohup .venv/bin/webserver-operator run --kubeconfig "${KUBECONFIG_PATH}" --log-format text \
-  --health-probe-bind-address 127.0.0.1:8081 --metrics-bind-address 127.0.0.1:8080 \
+  --health-probe-bind-address "127.0.0.1:${HEALTH_PORT}" --metrics-bind-address "127.0.0.1:${METRICS_PORT}" \
   >"${STATE}/operator.log" 2>&1 &
 echo $! >"${STATE}/operator.pid"
 for _ in $(seq 1 60); do
-  curl -fs http://127.0.0.1:8081/readyz >/dev/null 2>&1 && break
+  curl -fs "http://127.0.0.1:${HEALTH_PORT}/readyz" >/dev/null 2>&1 && break
   kill -0 "$(cat "${STATE}/operator.pid")" 2>/dev/null || { tail -20 "${STATE}/operator.log"; exit 1; }
   sleep 0.5
 done
@@ -69,8 +110,9 @@ The operator is running (pid $(cat "${STATE}/operator.pid"), log ${STATE}/operat
   kubectl delete deployment webserver-sample                # the operator recreates it
   kubectl wait --for=condition=Ready webserver/webserver-sample
   kubectl explain webserver.spec
-  curl -s http://127.0.0.1:8080/metrics | grep controller_runtime_reconcile_total
-  curl -s http://127.0.0.1:8081/readyz
+  curl -s http://127.0.0.1:${METRICS_PORT}/metrics | grep controller_runtime_reconcile_total
+  curl -s http://127.0.0.1:${HEALTH_PORT}/readyz
 
-Stop: make cluster-down (stops the demo operator too)
+This is the demo's own cluster (${CLUSTER_NAME}); \`make test\` uses another one and leaves this one alone.
+Stop: make demo-down (the operator and this cluster)
 TXT

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build the project's Go tools (Kubernetes control plane + kubectl, etcd, kwok/kwokctl, helm, optionally kind) from
+# Build the project's Go tools (Kubernetes control plane + kubectl, etcd, kwok/kwokctl, helm, promtool, optionally kind) from
 # Go modules into a cache outside the repository, keyed by the pinned versions in hack/versions.env.
 #
 # Why a script and not `go install`: k8s.io/kubernetes replaces every staging module with a local path, and
@@ -26,7 +26,7 @@ tools_key() {
   # The key covers the pinned versions of what is built, the recipe revision and the Go toolchain (not runtime-only
   # settings such as KIND_NODE_IMAGE, which would otherwise force a rebuild for nothing).
   {
-    grep -E '^(KUBERNETES_VERSION|KUBERNETES_STAGING_VERSION|ETCD_VERSION|KWOK_VERSION|HELM_VERSION|KIND_VERSION|TOOLS_RECIPE)=' \
+    grep -E '^(KUBERNETES_VERSION|KUBERNETES_STAGING_VERSION|ETCD_VERSION|KWOK_VERSION|HELM_VERSION|PROMETHEUS_VERSION|KIND_VERSION|TOOLS_RECIPE)=' \
       "${ROOT}/hack/versions.env"
     go env GOVERSION GOOS GOARCH
   } | sha256sum | cut -c1-12
@@ -186,6 +186,24 @@ build_helm() {
   mark helm "${HELM_VERSION}"
 }
 
+build_promtool() {
+  have promtool && return 0
+  # Prometheus v3.X.Y is tagged as Go module version v0.3XX.Y; its go.mod has no replace or exclude directives, so
+  # `go install` works. The version variables make `promtool --version` tell the truth. remove_all_sd leaves out
+  # the service discovery plugins: checking and testing rules needs none, and one of their dependencies
+  # (github.com/hashicorp/nomad/api at the version v0.316.0 pins) is refused by the Go module proxy (403).
+  local v="${PROMETHEUS_VERSION#v}" major minor patch
+  IFS=. read -r major minor patch <<<"${v}"
+  [[ "${major}" == 3 ]] || die "PROMETHEUS_VERSION=${PROMETHEUS_VERSION}: only Prometheus 3.x maps to Go module versions v0.3XX.Y"
+  local module_version="v0.$((300 + minor)).${patch}"
+  log "promtool ${PROMETHEUS_VERSION} (module ${module_version}): go install"
+  local flags="-s -w -X github.com/prometheus/common/version.Version=${v}"
+  flags+=" -X github.com/prometheus/common/version.Branch=HEAD -X github.com/prometheus/common/version.Revision=${module_version}"
+  GOFLAGS="" GOBIN="${BIN}" run_logged promtool-build go install -trimpath -tags remove_all_sd -ldflags "${flags}" \
+    "github.com/prometheus/prometheus/cmd/promtool@${module_version}"
+  mark promtool "${PROMETHEUS_VERSION}"
+}
+
 build_kind() {
   have kind && return 0
   log "kind ${KIND_VERSION}: go install"
@@ -201,6 +219,7 @@ cmd_build() {
   # Small tools first: they are quick and let cluster scripts fail fast on a broken proxy.
   build_kwok
   build_helm
+  build_promtool
   build_etcd
   build_kubernetes
   if [[ "${1:-}" == "kind" ]]; then build_kind; fi

@@ -2,7 +2,8 @@
 
 The cluster is only started when a collected test needs it, so `make test-unit` never touches one. Tests under
 tests/integration are marked ``integration`` and tests under tests/e2e ``e2e`` automatically; ``kind`` tests are
-skipped with the reason when no Docker engine answers.
+skipped with the reason when no Docker engine answers. Tests that run a tool built by `make tools` but need no
+cluster are marked ``tools``: `make test-unit` deselects them (a fresh clone has no tools), `make test` runs them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 
 from tests.support.cluster import Cluster, ClusterUnavailableError, docker_engine_available, provide_cluster
 from tests.support.cluster import release_cluster as _release
+from tests.support.markers import set_current
 
 _HERE = Path(__file__).parent
 
@@ -37,6 +39,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 )
             elif os.environ.get("CLUSTER", "local") != "kind":
                 item.add_marker(pytest.mark.skip(reason="kind test: run with CLUSTER=kind (make e2e-kind)"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Record the running test for tests/support/markers.py (helpers that need built tools check its markers)."""
+    set_current(item)
+    try:
+        return (yield)
+    finally:
+        set_current(None)
 
 
 @pytest.fixture(scope="session")

@@ -101,6 +101,12 @@ RECONCILE_ERRORS = Counter(
     ["controller"],
     registry=REGISTRY,
 )
+TERMINAL_RECONCILE_ERRORS = Counter(
+    "controller_runtime_terminal_reconcile_errors_total",
+    "Total number of terminal reconciliation errors per controller",
+    ["controller"],
+    registry=REGISTRY,
+)
 RECONCILE_TIME = Histogram(
     "controller_runtime_reconcile_time_seconds",
     "Length of time per reconciliation per controller",
@@ -111,12 +117,6 @@ RECONCILE_TIME = Histogram(
 MAX_CONCURRENT_RECONCILES = Gauge(
     "controller_runtime_max_concurrent_reconciles",
     "Maximum number of concurrent reconciles per controller",
-    ["controller"],
-    registry=REGISTRY,
-)
-TERMINAL_RECONCILE_ERRORS = Counter(
-    "controller_runtime_terminal_reconcile_errors_total",
-    "Total number of terminal reconciliation errors per controller",
     ["controller"],
     registry=REGISTRY,
 )

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -26,19 +25,12 @@ import yaml
 
 from tests.support.chart import LEADER_ELECTION_RULES, MANAGER_RULES, Rule, restricted_violations
 from tests.support.cluster import Cluster
+from tests.support.rbac import can_i_list
 from webserver_operator.api.crd import CRD_FILE_NAME, CRD_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "webserver-operator"
 CONFIG = ROOT / "config"
-
-# What any authenticated identity may do (system:basic-user, system:discovery, system:public-info-viewer).
-_DEFAULT_RULES = {
-    ("authentication.k8s.io", "selfsubjectreviews", "create"),
-    ("authorization.k8s.io", "selfsubjectaccessreviews", "create"),
-    ("authorization.k8s.io", "selfsubjectrulesreviews", "create"),
-}
-_CAN_I_LINE = re.compile(r"^(\S*)\s+\[(.*?)\]\s+\[(.*?)\]\s+\[(.*?)\]\s*$")
 
 
 @pytest.fixture
@@ -151,25 +143,7 @@ def _ensure_crd(cluster: Cluster) -> None:
 
 def _can_i(cluster: Cluster, service_account: str, sa_namespace: str, namespace: str) -> dict[Rule, set[str]]:
     """What the authorizer lets the ServiceAccount do in ``namespace``: {(group, resource, verb): resourceNames}."""
-    out = cluster.kubectl(
-        "auth", "can-i", "--list", f"--as=system:serviceaccount:{sa_namespace}:{service_account}", "-n", namespace
-    ).stdout
-    granted: dict[Rule, set[str]] = {}
-    for line in out.splitlines()[1:]:
-        match = _CAN_I_LINE.match(line)
-        assert match, f"unexpected `kubectl auth can-i --list` line: {line!r}"
-        token, _urls, names, verbs = match.groups()
-        if not token:
-            continue  # non-resource URLs (discovery, /healthz...) granted to everyone
-        resource_and_group, _, subresource = token.partition("/")
-        resource, _, group = resource_and_group.partition(".")
-        if subresource:
-            resource = f"{resource}/{subresource}"
-        for verb in verbs.split():
-            granted.setdefault((group, resource, verb), set()).update(names.split())
-    for rule in _DEFAULT_RULES:
-        granted.pop(rule, None)
-    return granted
+    return can_i_list(cluster, user=f"system:serviceaccount:{sa_namespace}:{service_account}", namespace=namespace)
 
 
 # --- config/ (kustomize) ----------------------------------------------------------------------------------------------
@@ -185,6 +159,9 @@ def test_kustomize_default_is_accepted_by_the_api_server(
             "Namespace",
             "CustomResourceDefinition",
             "ServiceAccount",
+            "ClusterRole",
+            "ClusterRole",
+            "ClusterRole",
             "ClusterRole",
             "ClusterRoleBinding",
             "Role",
@@ -225,11 +202,14 @@ def test_helm_template_is_accepted_by_the_api_server(
     cluster: Cluster, restricted_namespace: str, other_namespace: str, watch: bool
 ) -> None:
     args = ["--set", f"watchNamespaces={{{other_namespace},{restricted_namespace}}}"] if watch else []
-    args += ["--set", "podDisruptionBudget.enabled=true"]
+    args += ["--set", "podDisruptionBudget.enabled=true,metrics.grafanaDashboard.enabled=true"]
     docs = _helm_template(cluster, "manifests", restricted_namespace, *args)
     kinds = {d["kind"] for d in docs}
-    assert {"Deployment", "ServiceAccount", "Role", "RoleBinding", "Pod", "PodDisruptionBudget"} <= kinds
-    assert ("ClusterRole" in kinds) is not watch
+    assert {"Deployment", "ServiceAccount", "Role", "RoleBinding", "Pod", "PodDisruptionBudget", "ConfigMap"} <= kinds
+    manager_cluster_roles = [
+        d for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("-manager")
+    ]
+    assert bool(manager_cluster_roles) is not watch
     # The `helm test` Pod is in the list: the dry run admits it through Pod Security in the restricted namespace.
     _server_dry_run(cluster, docs)
 

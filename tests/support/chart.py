@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from tests.support.cluster import tools_bin
+from tests.support.markers import require_tools_marker
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "webserver-operator"
@@ -41,6 +42,26 @@ LEADER_ELECTION_RULES: frozenset[Rule] = frozenset(
 )
 OPERATOR_RULES: frozenset[Rule] = MANAGER_RULES | LEADER_ELECTION_RULES
 
+# What people get on WebServers through the aggregated ClusterRoles (chart and config/rbac): readers see WebServers,
+# their status and scale; editors and admins also create, change, scale and delete them. Nobody but the operator
+# writes status, nobody touches finalizers.
+USER_READ_RULES: frozenset[Rule] = frozenset(
+    (GROUP, resource, verb)
+    for resource in ("webservers", "webservers/status", "webservers/scale")
+    for verb in ("get", "list", "watch")
+)
+USER_WRITE_RULES: frozenset[Rule] = frozenset(
+    {(GROUP, "webservers", v) for v in ("create", "update", "patch", "delete", "deletecollection")}
+    | {(GROUP, "webservers/scale", v) for v in ("update", "patch")}
+)
+# role suffix -> (the Kubernetes user-facing role it aggregates into, its rules)
+USER_ROLES: dict[str, tuple[str, frozenset[Rule]]] = {
+    "webserver-viewer": ("view", USER_READ_RULES),
+    "webserver-editor": ("edit", USER_READ_RULES | USER_WRITE_RULES),
+    "webserver-admin": ("admin", USER_READ_RULES | USER_WRITE_RULES),
+}
+AGGREGATE_LABEL = "rbac.authorization.k8s.io/aggregate-to-{}"
+
 # Pod Security Standards, restricted profile (https://kubernetes.io/docs/concepts/security/pod-security-standards/).
 _RESTRICTED_VOLUME_TYPES = {
     "configMap",
@@ -58,7 +79,11 @@ _RESTRICTED_VOLUME_TYPES = {
 
 
 def built_tool(name: str) -> Path:
-    """A binary built by `make tools` (helm, kubectl...); fails the test (never skips) when it is missing."""
+    """A binary built by `make tools` (helm, kubectl...); fails the test (never skips) when it is missing.
+
+    Only tests marked ``tools`` (or integration/e2e) may ask: `make test-unit` deselects exactly those.
+    """
+    require_tools_marker(name)
     try:
         path = tools_bin() / name
     except (OSError, subprocess.CalledProcessError) as err:
@@ -176,15 +201,21 @@ def restricted_violations(spec: Mapping[str, Any]) -> list[str]:
 
 
 def hardening_problems(spec: Mapping[str, Any]) -> list[str]:
-    """What this project asks beyond `restricted`: uid 65532, read-only root with /tmp, resources, probes."""
+    """What this project asks beyond `restricted`: the image's own non-root user, read-only root with /tmp, resources,
+    probes.
+
+    No fixed runAsUser/runAsGroup: the image runs as 65532 (Dockerfile USER), runAsNonRoot makes the kubelet check
+    it, and platforms that pick a UID per namespace (OpenShift restricted-v2) reject a fixed one.
+    """
     problems: list[str] = []
     pod_sc = spec.get("securityContext") or {}
     volumes = {v["name"]: v for v in spec.get("volumes") or []}
     for c in spec["containers"]:
         name = c["name"]
         sc = c.get("securityContext") or {}
-        if sc.get("runAsUser", pod_sc.get("runAsUser")) != 65532:
-            problems.append(f"{name}: runAsUser is not 65532")
+        for field in ("runAsUser", "runAsGroup"):
+            if field in sc or field in pod_sc:
+                problems.append(f"{name}: {field} is hard-coded (the image's user must apply)")
         if sc.get("readOnlyRootFilesystem") is not True:
             problems.append(f"{name}: readOnlyRootFilesystem is not true")
         tmp = [m for m in c.get("volumeMounts") or [] if m["mountPath"] == "/tmp"]
@@ -214,6 +245,24 @@ def manager_of(docs: list[dict[str, Any]]) -> dict[str, Any]:
     containers = deployment_of(docs)["spec"]["template"]["spec"]["containers"]
     assert [c["name"] for c in containers] == ["manager"]
     return dict(containers[0])
+
+
+def user_roles_of(docs: Iterable[Mapping[str, Any]], prefix: str) -> dict[str, tuple[str, frozenset[Rule]]]:
+    """The aggregated user ClusterRoles among ``docs``: {suffix: (aggregated-into role, rules)}, shaped as USER_ROLES.
+
+    Each must carry exactly one aggregate-to-* label.
+    """
+    found: dict[str, tuple[str, frozenset[Rule]]] = {}
+    for doc in docs:
+        name = doc["metadata"]["name"]
+        if doc["kind"] != "ClusterRole" or not name.startswith(prefix) or name[len(prefix) :] not in USER_ROLES:
+            continue
+        labels = doc["metadata"].get("labels") or {}
+        targets = [k.rsplit("-", 1)[1] for k, v in labels.items() if k.startswith(AGGREGATE_LABEL.format("")) and v]
+        assert len(targets) == 1, f"{name}: aggregate-to labels {targets}"
+        assert labels[AGGREGATE_LABEL.format(targets[0])] == "true", name
+        found[name[len(prefix) :]] = (targets[0], frozenset(rule_triples(doc["rules"])))
+    return found
 
 
 def granted_of(docs: list[dict[str, Any]], service_account: str) -> dict[str | None, set[Rule]]:

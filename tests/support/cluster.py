@@ -7,7 +7,7 @@ an older one that cannot talk to a 1.36 API server properly.
 
 Backends (environment variable CLUSTER):
 - ``local`` (default): the control plane built from Go modules (hack/cluster.sh), reused when already running,
-  otherwise started for the session and stopped at its end.
+  otherwise started for the session and stopped at its end. Never the demo's cluster (hack/demo.sh runs its own).
 - ``existing``: a cluster you own, named explicitly with KUBE_CONTEXT (the suites install cluster-scoped objects,
   so there is no silent default).
 - ``kind``: a kind cluster on a machine with a working Docker engine.
@@ -187,9 +187,21 @@ def local_kubeconfig() -> Path:
     return Path(out.stdout.strip())
 
 
+def demo_kubeconfig() -> Path:
+    """Where `make demo`'s own cluster keeps its kubeconfig (hack/demo.sh names that cluster)."""
+    out = subprocess.run([str(HACK / "demo.sh"), "kubeconfig"], check=True, capture_output=True, text=True)
+    return Path(out.stdout.strip())
+
+
 def provide_cluster(backend: str) -> Cluster:
     """Return a ready cluster for ``backend``; the caller stops it with ``release_cluster`` if started here."""
     if backend == "local":
+        if local_kubeconfig() == demo_kubeconfig():
+            raise ClusterUnavailableError(
+                f"CLUSTER_NAME={os.environ.get('CLUSTER_NAME', '')!r} names the cluster of `make demo`: the test "
+                "suites never share a cluster (or an operator) with the demo. Unset CLUSTER_NAME to use the tests' "
+                "own cluster, or pick another name."
+            )
         if local_cluster_running():
             return Cluster(backend="local", kubeconfig=local_kubeconfig())
         _run_hack(["cluster.sh", "up"], timeout=3600)

@@ -7,6 +7,7 @@ server.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ from tests.support.chart import (
 )
 from webserver_operator import __version__
 from webserver_operator.api.crd import CRD_NAME, crd_manifest
+
+pytestmark = pytest.mark.tools
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "config"
@@ -54,6 +57,9 @@ def test_default_renders_namespace_crd_rbac_and_manager(default: list[dict[str, 
             ("CustomResourceDefinition", CRD_NAME, None),
             ("ServiceAccount", f"{PREFIX}controller-manager", SYSTEM),
             ("ClusterRole", f"{PREFIX}manager-role", None),
+            ("ClusterRole", f"{PREFIX}webserver-viewer", None),
+            ("ClusterRole", f"{PREFIX}webserver-editor", None),
+            ("ClusterRole", f"{PREFIX}webserver-admin", None),
             ("ClusterRoleBinding", f"{PREFIX}manager-rolebinding", None),
             ("Role", f"{PREFIX}leader-election-role", SYSTEM),
             ("RoleBinding", f"{PREFIX}leader-election-rolebinding", SYSTEM),
@@ -78,7 +84,7 @@ def test_default_rbac_is_exactly_what_the_operator_uses(default: list[dict[str, 
     cluster_binding = one(default, "ClusterRoleBinding")
     assert cluster_binding["subjects"] == [sa]
     assert cluster_binding["roleRef"]["name"] == f"{PREFIX}manager-role"
-    assert rule_triples(one(default, "ClusterRole")["rules"]) == MANAGER_RULES
+    assert rule_triples(one(default, "ClusterRole", f"{PREFIX}manager-role")["rules"]) == MANAGER_RULES
     binding = one(default, "RoleBinding")
     assert binding["subjects"] == [sa]
     assert binding["roleRef"] == {
@@ -101,7 +107,7 @@ def test_default_manager_pod_is_restricted_and_hardened(default: list[dict[str, 
     assert hardening_problems(spec) == []
     assert spec["serviceAccountName"] == f"{PREFIX}controller-manager"
     manager = spec["containers"][0]
-    assert manager["image"] == f"ghcr.io/webserver-operator/webserver-operator:{__version__}"
+    assert manager["image"] == f"localhost/webserver-operator:{__version__}"
     assert "--leader-elect" in manager["args"]
     env = {e["name"]: e for e in manager["env"]}
     assert env["WEBSERVER_OPERATOR_LEADER_ELECTION_NAMESPACE"]["valueFrom"] == {
@@ -111,16 +117,28 @@ def test_default_manager_pod_is_restricted_and_hardened(default: list[dict[str, 
     assert one(default, "Service")["spec"]["selector"] == selector
 
 
-def test_samples_render_a_valid_webserver() -> None:
-    (sample,) = kustomize(CONFIG / "samples")
-    assert sample["apiVersion"] == "web.webserver-operator.dev/v1"
-    assert sample["kind"] == "WebServer"
-    assert sample["metadata"]["name"] == "webserver-sample"
-    assert sample["spec"]["image"] == "nginx:1.27"
-    assert sample["spec"]["replicas"] == 2
+def test_samples_render_valid_webservers_and_an_hpa_on_one() -> None:
     from webserver_operator.api.models import WebServerSpec  # noqa: PLC0415 - only this test needs it
 
-    WebServerSpec.model_validate(sample["spec"])
+    samples = kustomize(CONFIG / "samples")
+    webservers = {d["metadata"]["name"]: d for d in samples if d["kind"] == "WebServer"}
+    assert sorted(webservers) == ["webserver-pinned", "webserver-sample", "webserver-unprivileged"]
+    for name, sample in webservers.items():
+        assert sample["apiVersion"] == "web.webserver-operator.dev/v1", name
+        WebServerSpec.model_validate(sample["spec"])
+    assert webservers["webserver-sample"]["spec"]["image"] == "nginx:1.27"
+    assert webservers["webserver-sample"]["spec"]["replicas"] == 2
+    # Unprivileged: a non-root image needs a port above 1023 (no NET_BIND_SERVICE).
+    unprivileged = webservers["webserver-unprivileged"]["spec"]
+    assert "unprivileged" in unprivileged["image"]
+    assert unprivileged["port"] > 1023
+    assert re.fullmatch(r"[^@]+@sha256:[0-9a-f]{64}", webservers["webserver-pinned"]["spec"]["image"])
+    (hpa,) = [d for d in samples if d["kind"] == "HorizontalPodAutoscaler"]
+    assert hpa["apiVersion"] == "autoscaling/v2"
+    target = hpa["spec"]["scaleTargetRef"]
+    assert target == {"apiVersion": "web.webserver-operator.dev/v1", "kind": "WebServer", "name": target["name"]}
+    assert "cpu" in webservers[target["name"]]["spec"]["resources"]["requests"]  # utilisation needs a request
+    assert len(samples) == 4
 
 
 def test_prometheus_monitor_selects_the_metrics_service(default: list[dict[str, Any]]) -> None:

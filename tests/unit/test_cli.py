@@ -26,3 +26,17 @@ def test_manifests_command_writes_what_is_committed(tmp_path: Path, capsys: pyte
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["version"]) == 0
     assert capsys.readouterr().out.strip() == "webserver-operator 0.1.0"
+
+
+def test_run_help_shows_every_flag_with_its_default(capsys: pytest.CaptureFixture[str]) -> None:
+    from webserver_operator.manager.settings import setting_fields  # noqa: PLC0415 - only this test needs it
+
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for name in setting_fields():
+        assert f"--{name.replace('_', '-')}" in text
+    assert "(default: 4)" in text  # --workers
+    assert "(default: :8080)" in text  # --metrics-bind-address
+    assert "(default: off)" in text  # --leader-elect
+    assert text.count("(default:") == len(setting_fields())

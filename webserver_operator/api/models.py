@@ -38,6 +38,9 @@ CATEGORIES = ("all",)
 WEBSERVERS = Resource(GROUP, VERSION, PLURAL, KIND)
 """The WebServer resource's REST coordinates, for the client and the informers."""
 
+CAPABILITY_PATTERN = r"^[A-Z][A-Z0-9_]*$"
+"""A Linux capability name as Kubernetes spells it (``NET_BIND_SERVICE``, ``ALL``)."""
+
 MAX_REPLICAS = 1000
 """Upper bound on ``spec.replicas``: a typo such as 30000 is rejected by the API server instead of flooding a
 cluster."""
@@ -145,6 +148,60 @@ class LocalObjectReference(_Model):
     )
 
 
+Capability = Annotated[
+    str,
+    Field(pattern=CAPABILITY_PATTERN, max_length=64, description="A capability name, e.g. NET_BIND_SERVICE or ALL."),
+]
+"""A Linux capability name as Kubernetes spells it (``NET_BIND_SERVICE``, ``ALL``)."""
+
+
+class Capabilities(_Model):
+    """Linux capabilities to add to or drop from the container's defaults."""
+
+    add: list[Capability] | None = Field(
+        default=None, max_length=64, description="Capabilities to add, e.g. [NET_BIND_SERVICE]."
+    )
+    drop: list[Capability] | None = Field(
+        default=None,
+        max_length=64,
+        description="Capabilities to drop, e.g. [ALL] (required by the restricted Pod Security level).",
+    )
+
+
+class SeccompProfile(_Model):
+    """The seccomp profile of the container."""
+
+    type: Literal["RuntimeDefault", "Localhost", "Unconfined"] = Field(
+        description="RuntimeDefault (required by the restricted level unless Localhost), Localhost or Unconfined."
+    )
+    localhost_profile: str | None = Field(
+        default=None,
+        max_length=253,
+        description="Path of the profile on the node, relative to the kubelet's seccomp directory (Localhost only).",
+    )
+
+
+class SecurityContext(_Model):
+    """Security settings of the web server container; everything needed to pass the restricted Pod Security level.
+
+    ``privileged`` is deliberately not offered: a web server never needs it.
+    """
+
+    run_as_non_root: bool | None = Field(
+        default=None, description="Refuse to start the container as root (the image must set a numeric non-root USER)."
+    )
+    run_as_user: int | None = Field(default=None, ge=0, le=2147483647, description="UID to run the container as.")
+    run_as_group: int | None = Field(default=None, ge=0, le=2147483647, description="GID to run the container as.")
+    allow_privilege_escalation: bool | None = Field(
+        default=None, description="Whether a process may gain more privileges than its parent (false for restricted)."
+    )
+    read_only_root_filesystem: bool | None = Field(
+        default=None, description="Mount the container's root filesystem read-only."
+    )
+    capabilities: Capabilities | None = Field(default=None, description="Capabilities to add or drop.")
+    seccomp_profile: SeccompProfile | None = Field(default=None, description="The container's seccomp profile.")
+
+
 class WebServerSpec(_Model):
     """Desired state: which image to run, how many copies, and how it is exposed."""
 
@@ -192,6 +249,15 @@ class WebServerSpec(_Model):
         max_length=16,
         description="Secrets used to pull the image from a private registry.",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+    )
+    security_context: SecurityContext | None = Field(
+        default=None,
+        description=(
+            "Security settings of the web server container, e.g. to pass the restricted Pod Security level: "
+            "{runAsNonRoot: true, allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}, "
+            "seccompProfile: {type: RuntimeDefault}}. Enforced while set; when absent the container's securityContext "
+            "is left to others (an admission webhook that hardens pods keeps working)."
+        ),
     )
 
 

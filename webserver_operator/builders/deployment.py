@@ -2,8 +2,9 @@
 
 Why only these fields: everything written here is a field the operator owns and enforces forever (see
 ``webserver_operator.reconcile.owned``); everything else is left to the API server's defaults and to other tools.
-In particular no securityContext is set for the web server pods: users choose the image, and a namespace whose Pod
-Security level rejects the pods must show up in the WebServer's Ready condition, not be papered over by the operator.
+In particular no securityContext is set for the web server pods unless the WebServer asks for one
+(``spec.securityContext``): users choose the image, and a namespace whose Pod Security level rejects the pods must
+show up in the WebServer's Ready condition, not be papered over by the operator.
 
 Called by ``reconcile.reconciler`` through ``builders``; hands on the desired Deployment dict.
 """
@@ -27,6 +28,8 @@ def desired_container(ws: WebServer) -> dict[str, Any]:
         resources = ws.spec.resources.model_dump(by_alias=True, exclude_none=True)
         if resources:
             container["resources"] = resources
+    if ws.spec.security_context is not None:
+        container["securityContext"] = ws.spec.security_context.model_dump(by_alias=True, exclude_none=True)
     return container
 
 

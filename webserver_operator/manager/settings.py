@@ -117,6 +117,8 @@ def _flag(name: str) -> str:
 
 
 def _default_text(field: FieldInfo) -> str:
+    if "(default:" in (field.description or ""):
+        return ""  # the description already says what an unset value means
     if field.default_factory is not None:
         value: Any = field.default_factory()  # type: ignore[call-arg]
     elif field.default is PydanticUndefined:

@@ -13,7 +13,8 @@ reconciler hands ``(live, merged)`` to ``core.jsondiff.compare``, which says wha
 (with ``metadata.resourceVersion``, so a write based on a stale cache fails with 409 and is retried from fresh state).
 
 Owned, Deployment: our label keys (metadata and pod template), our controller ownerReference, ``spec.replicas``, and
-in the container named ``web`` its ``image``, ``ports`` and ``resources``, plus the pod's ``imagePullSecrets``,
+in the container named ``web`` its ``image``, ``ports``, ``resources`` and (while the WebServer sets it)
+``securityContext``, plus the pod's ``imagePullSecrets``,
 ``automountServiceAccountToken: false`` and ``enableServiceLinks: false``. Adopting an orphan enforces exactly these;
 what someone else set on it (``serviceAccountName``, volumes, a securityContext) stays, as on any child: whoever can
 edit the Deployment could set those anyway, so adoption grants nothing new.
@@ -165,6 +166,10 @@ def _merge_container(container: KubeObject, want: KubeObject) -> None:
         _set_or_drop(container, "ports", want.get("ports"))
     if not _resources_equal(container.get("resources"), want.get("resources")):
         _set_or_drop(container, "resources", want.get("resources"))
+    # Owned only while the WebServer sets it: otherwise an admission webhook that hardens pods would be fought forever.
+    want_security = want.get("securityContext")
+    if want_security is not None and container.get("securityContext") != want_security:
+        container["securityContext"] = copy.deepcopy(want_security)
 
 
 def _normalise_container_ports(ports: list[dict[str, Any]] | None) -> list[dict[str, Any]]:

@@ -98,3 +98,22 @@ watchNamespaces is set, by one Role per watched namespace.
   resources: ["events"]
   verbs: ["create", "patch"]
 {{- end }}
+
+{{/*
+What people may do with WebServers, by role (the argument: viewer, editor or admin). Readers see WebServers, their
+status and their scale; editors and admins also create, change, scale (the scale subresource, as `kubectl scale`
+and HPAs do) and delete them. Status stays the operator's.
+*/}}
+{{- define "webserver-operator.userRules" -}}
+- apiGroups: ["web.webserver-operator.dev"]
+  resources: ["webservers", "webservers/status", "webservers/scale"]
+  verbs: ["get", "list", "watch"]
+{{- if ne . "viewer" }}
+- apiGroups: ["web.webserver-operator.dev"]
+  resources: ["webservers"]
+  verbs: ["create", "update", "patch", "delete", "deletecollection"]
+- apiGroups: ["web.webserver-operator.dev"]
+  resources: ["webservers/scale"]
+  verbs: ["update", "patch"]
+{{- end }}
+{{- end }}

@@ -445,3 +445,34 @@ async def test_a_node_port_conflict_is_rechecked_within_seconds_not_minutes() ->
     delays = [(await rec.reconcile(KEY)).requeue_after for _ in range(8)]
     assert ready(api)["reason"] == "ServiceInvalid"
     assert all(d is not None and d <= 30.0 for d in delays), delays
+
+
+async def test_security_context_is_enforced_while_set_and_left_to_others_when_not() -> None:
+    wanted = {"runAsNonRoot": True, "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    api = with_world(securityContext=wanted)
+    rec = reconciler(api)
+    await rec.reconcile(KEY)
+
+    def container() -> dict[str, Any]:
+        (c,) = api.get(DEP_PATH)["spec"]["template"]["spec"]["containers"]  # type: ignore[index]
+        assert isinstance(c, dict)
+        return c
+
+    assert container()["securityContext"] == wanted
+    drifted = api.get(DEP_PATH)
+    assert drifted is not None
+    drifted["spec"]["template"]["spec"]["containers"][0]["securityContext"] = {"privileged": True}
+    api.put(DEPLOYMENTS.path(namespace=NS), drifted)
+    await rec.reconcile(KEY)
+    assert container()["securityContext"] == wanted
+
+    ws = api.get(WS_PATH)
+    assert ws is not None
+    del ws["spec"]["securityContext"]
+    api.put(WEBSERVERS.path(namespace=NS), ws)
+    hardened = api.get(DEP_PATH)
+    assert hardened is not None
+    hardened["spec"]["template"]["spec"]["containers"][0]["securityContext"] = {"readOnlyRootFilesystem": True}
+    api.put(DEPLOYMENTS.path(namespace=NS), hardened)  # e.g. an admission webhook that hardens every pod
+    await rec.reconcile(KEY)
+    assert container()["securityContext"] == {"readOnlyRootFilesystem": True}
