@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from chaos import report
@@ -49,6 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", default="docs/reliability.md", help="report path ('' to skip)")
     parser.add_argument("--keep-cluster", action="store_true", help="leave the chaos cluster running at the end")
     parser.add_argument("--nodes", type=int, default=6, help="kwok nodes (110 pods each)")
+    parser.add_argument(
+        "--operator-source",
+        default="",
+        help="directory holding another version's webserver_operator package to run instead of this checkout's",
+    )
     args = parser.parse_args(argv)
 
     config = FULL if args.preset == "full" else SHORT
@@ -58,7 +64,12 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as err:
             parser.error(str(err))
     if args.webservers:
-        config = type(config)(**{**config.__dict__, "webservers": args.webservers})
+        config = replace(config, webservers=args.webservers)
+    if args.operator_source:
+        source = Path(args.operator_source).resolve()
+        if not (source / "webserver_operator" / "__init__.py").is_file():
+            parser.error(f"--operator-source {source} holds no webserver_operator package")
+        config = replace(config, operator_source=source)
     env = {**os.environ, "CLUSTER_NAME": CLUSTER_NAME, "NODES": str(args.nodes)}
     _progress(f"fresh cluster {CLUSTER_NAME} ({args.nodes} kwok nodes)")
     _hack("cluster.sh", "down", env=env)

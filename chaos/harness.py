@@ -63,6 +63,7 @@ class RunConfig:
     watch_stall_timeout: float = 15.0
     etcd_freeze: float = 10.0
     seed: int = 1
+    operator_source: Path | None = None  # another checkout's webserver_operator (e.g. to compare two versions)
 
     def operator_args(self, lease: str, namespaces: list[str]) -> list[str]:
         args = [
@@ -168,6 +169,7 @@ class Harness:
                 serviceaccount=self.serviceaccount(slot),
                 proxy_port=port,
                 args=self.cfg.operator_args(self.lease, self.namespaces),
+                operator_source=self.cfg.operator_source,
             )
             if self.cfg.in_cluster:
                 sa_dir = ServiceAccountDir(self.workdir / f"{slot}-serviceaccount")
@@ -400,6 +402,7 @@ class Harness:
                 args=args,
                 sa_dir=old.config.sa_dir,
                 kubeconfig=old.config.kubeconfig,
+                operator_source=old.config.operator_source,
             )
             self.replicas[slot] = Replica(config, self.workdir / f"{slot}-{len(self.retired_incidents)}")
             self.replicas[slot].workdir.mkdir(parents=True, exist_ok=True)

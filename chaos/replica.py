@@ -61,6 +61,7 @@ class ReplicaConfig:
     args: list[str]
     sa_dir: ServiceAccountDir | None = None  # in-cluster mode when set
     kubeconfig: Path | None = None
+    operator_source: Path | None = None  # run the webserver_operator package found here instead of the installed one
 
 
 @dataclass
@@ -108,6 +109,8 @@ class Replica:
         ]
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG" and not k.startswith("WEBSERVER_OPERATOR_")}
         env.update({"POD_NAME": cfg.slot, "PYTHONUNBUFFERED": "1"})
+        if cfg.operator_source is not None:
+            env["PYTHONPATH"] = str(cfg.operator_source)
         if cfg.sa_dir is not None:
             env.update({"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(cfg.proxy_port)})
             argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", _MOUNT_SCRIPT]
@@ -154,13 +157,15 @@ class Replica:
                     error = str(entry.get("error") or "")
                     if "Traceback (most recent call last)" in error:
                         last = error.strip().splitlines()[-1]
-                        self._record("traceback", f"{entry.get('msg', '')} -> {last}"[:300], now)
+                        kind = last.split(":", 1)[0].rsplit(".", 1)[-1]
+                        self._record("traceback", f"{kind} | {entry.get('msg', '')}"[:300], now)
                     continue
                 if line.startswith("Traceback (most recent call last)"):
                     in_raw_traceback = True
                 elif in_raw_traceback and line.strip() and not line.startswith((" ", "\t")):
                     in_raw_traceback = False
-                    self._record("traceback", f"(raw stderr) {line.strip()}"[:300], now)
+                    kind = line.strip().split(":", 1)[0].rsplit(".", 1)[-1]
+                    self._record("traceback", f"{kind} | (raw stderr) {line.strip()}"[:300], now)
         inc.proc.stderr.close()
 
     def _stopped(self) -> bool:

@@ -327,9 +327,8 @@ def _measure(h: Harness, result: Result, baseline: Window, windows: list[Window]
 
 
 def _exception_type(detail: str) -> str:
-    """``msg -> pkg.module.Conflict: text`` -> ``Conflict``."""
-    last = detail.rsplit(" -> ", 1)[-1].removeprefix("(raw stderr) ")
-    return last.split(":", 1)[0].rsplit(".", 1)[-1]
+    """``Conflict | reconcile ... failed`` -> ``Conflict`` (see ``replica``)."""
+    return detail.split(" | ", 1)[0]
 
 
 def _s(value: float | None) -> str:
