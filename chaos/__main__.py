@@ -72,8 +72,17 @@ def main(argv: list[str] | None = None) -> int:
         config = replace(config, operator_source=source)
     env = {**os.environ, "CLUSTER_NAME": CLUSTER_NAME, "NODES": str(args.nodes)}
     _progress(f"fresh cluster {CLUSTER_NAME} ({args.nodes} kwok nodes)")
-    _hack("cluster.sh", "down", env=env)
-    _hack("cluster.sh", "up", env=env)
+    for attempt in (1, 2, 3):
+        _hack("cluster.sh", "down", env=env)
+        try:
+            _hack("cluster.sh", "up", env=env)
+            break
+        except SystemExit as err:
+            # kwokctl picks each component's port once, when the cluster is created; another cluster on the machine
+            # can take one of them in between (seen as "address already in use" in a component log).
+            if attempt == 3:
+                raise
+            _progress(f"creating the cluster failed (attempt {attempt}), trying again: {str(err)[-300:]}")
     kubeconfig = Path(_hack("cluster.sh", "kubeconfig", env=env))
     bin_dir = Path(_hack("tools.sh", "bindir", env=env))
     workdir = Path(tempfile.mkdtemp(prefix="chaos-"))

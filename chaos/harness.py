@@ -188,7 +188,9 @@ class Harness:
         per_ns = max(1, self.cfg.webservers // len(self.namespaces))
         for i in range(self.cfg.webservers):
             ns = self.namespaces[i % len(self.namespaces)]
-            self.slots.append(Slot(ns, f"ws-{i:03d}", node_port=30100 + i if i % 10 == 5 else None))
+            # Asked-for nodePorts come from the low band of the range, which the API server keeps for them (it
+            # allocates ports for Services that ask for none from the rest first), so no allocated port takes them.
+            self.slots.append(Slot(ns, f"ws-{i:03d}", node_port=30000 + i // 10 if i % 10 == 5 else None))
         self.bulk_slots = [Slot(ns, f"bulk-{j:02d}") for j, ns in enumerate(self.namespaces)]
         self.churn = Churn(
             api=self.api,
