@@ -88,6 +88,15 @@ e2e-kind: venv tools ## e2e suite on a kind cluster: real containers, the image 
 test: lint tools ## Everything CI runs: lint, unit, integration and e2e tests on the local control plane.
 	$(PY) -m pytest tests $(PYTEST_ARGS)
 
+##@ Reliability
+
+CHAOS_ARGS ?=
+
+.PHONY: chaos
+chaos: venv tools ## Chaos run (not in `make test`): 200 WebServers under churn while etcd, the API server, the network and the operator fail; writes docs/reliability.md. CHAOS_ARGS="--faults a,b" for a subset.
+	chaos/tools.sh build
+	$(PY) -m chaos $(CHAOS_ARGS)
+
 ##@ Local control plane
 
 .PHONY: tools

@@ -1,0 +1,126 @@
+"""The API server's audit log, read as the record of what each operator replica really sent.
+
+Why the audit log: it is written by the API server, so it counts requests that the operator's own metrics might
+miss or misattribute, it names the replica (each runs as its own ServiceAccount), the token (``JTI``), the HTTP
+status (429s from API Priority and Fairness included) and, for Leases, the holder written (``hack/audit-policy.yaml``
+records the Lease bodies of the audited ServiceAccounts). Requests that never reached the API server (connection
+refused while it restarts) are not in it: the rate figures count what the server had to absorb.
+
+Long-running requests (watches) appear twice (ResponseStarted, ResponseComplete); they are counted once, by audit ID,
+at the time the request was received. The file is read incrementally and survives API server restarts (the
+restarted process appends to the same file).
+
+Used by ``verdicts`` and ``faults`` (token switch times).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+
+
+@dataclass(frozen=True)
+class Request:
+    audit_id: str
+    received: float  # epoch seconds, requestReceivedTimestamp
+    completed: float  # epoch seconds, stageTimestamp of the last stage seen
+    user: str
+    user_agent: str
+    verb: str
+    resource: str  # "deployments", "webservers/status", "leases", ...
+    namespace: str
+    name: str
+    code: int  # 0 when no response was recorded (a watch cut off by a restart)
+    jti: str
+    lease_holder: str | None  # holderIdentity written by a successful Lease create/update
+    uri: str = ""
+
+    @property
+    def is_write(self) -> bool:
+        return self.verb in WRITE_VERBS
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.code < 300
+
+
+def _ts(value: str) -> float:
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def _parse(event: dict[str, Any]) -> Request:
+    ref = event.get("objectRef") or {}
+    resource = str(ref.get("resource") or "")
+    if ref.get("subresource"):
+        resource += "/" + str(ref["subresource"])
+    user = event.get("user") or {}
+    jti = ""
+    for cred in (user.get("extra") or {}).get("authentication.kubernetes.io/credential-id") or []:
+        if str(cred).startswith("JTI="):
+            jti = str(cred)[4:]
+    code = int((event.get("responseStatus") or {}).get("code") or 0)
+    holder = None
+    if resource == "leases" and event.get("verb") in {"create", "update"} and 200 <= code < 300:
+        body = event.get("responseObject") or {}
+        holder = str((body.get("spec") or {}).get("holderIdentity") or "")
+    return Request(
+        audit_id=str(event.get("auditID")),
+        received=_ts(str(event["requestReceivedTimestamp"])),
+        completed=_ts(str(event.get("stageTimestamp") or event["requestReceivedTimestamp"])),
+        user=str(user.get("username") or ""),
+        user_agent=str(event.get("userAgent") or ""),
+        verb=str(event.get("verb") or ""),
+        resource=resource,
+        namespace=str(ref.get("namespace") or ""),
+        name=str(ref.get("name") or ""),
+        code=code,
+        jti=jti,
+        lease_holder=holder,
+        uri=str(event.get("requestURI") or ""),
+    )
+
+
+class AuditLog:
+    """Incremental reader of the audit log; ``requests(users)`` are the audited clients' requests seen so far."""
+
+    def __init__(self, path: Path, *, users_prefix: str) -> None:
+        self.path = path
+        self._prefix = users_prefix
+        self._offset = 0
+        self._partial = b""
+        self._by_id: dict[str, Request] = {}
+
+    def refresh(self) -> None:
+        if not self.path.exists():
+            return
+        with self.path.open("rb") as fh:
+            fh.seek(self._offset)
+            data = fh.read()
+            self._offset = fh.tell()
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()
+        for raw in lines:
+            if self._prefix.encode() not in raw:
+                continue
+            try:
+                event = json.loads(raw)
+            except ValueError:
+                continue
+            if not str((event.get("user") or {}).get("username") or "").startswith(self._prefix):
+                continue
+            req = _parse(event)
+            known = self._by_id.get(req.audit_id)
+            if known is None or req.completed >= known.completed:
+                self._by_id[req.audit_id] = req
+
+    def requests(self, start: float = 0.0, end: float = float("inf")) -> list[Request]:
+        """Requests received in [start, end], oldest first."""
+        self.refresh()
+        found = [r for r in self._by_id.values() if start <= r.received <= end]
+        found.sort(key=lambda r: r.received)
+        return found

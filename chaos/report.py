@@ -1,0 +1,181 @@
+"""The Markdown report (docs/reliability.md): a summary table, then one table per fault, then the run's verdicts.
+
+Why generated: every figure must come from a run, with the command that produced it, and a hand-copied number goes
+stale. Text written by people below the ``<!-- analysis -->`` marker of an existing report is kept when the report is
+regenerated, so the explanation of what fails and why survives new runs.
+
+Called by ``chaos.__main__`` (and by the short test for its failure message).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from datetime import UTC, datetime
+from pathlib import Path
+
+from chaos.scenario import Measured, Result
+from chaos.verdicts import BASELINE_FACTOR, CATCH_UP_REQUESTS_PER_WEBSERVER
+
+MARKER = "<!-- analysis -->"
+
+
+def _ok(passed: bool) -> str:
+    return "PASS" if passed else "**FAIL**"
+
+
+def _secs(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f}"
+
+
+def _summary_row(m: Measured) -> str:
+    w, f = m.window, m.figures
+    verdict = _ok(all(r.passed for r in m.rules))
+    return (
+        f"| [{w.name}](#{w.name}) | {w.healed - w.start:.0f} | {_secs(w.canary)} | {_secs(w.backlog)} | "
+        f"{f.rps_mean:.1f} / {f.rps_peak} / {f.rps_peak_other} | {f.other} ({f.other_budget:.0f}) | {f.lists} | "
+        f"{f.status_429} | {f.status_5xx} | "
+        f"{len(f.deposed_writes)} | {len(f.liveness)} | {len(f.tracebacks)} | {len(f.leader_changes)} | {verdict} |"
+    )
+
+
+def _fault_section(m: Measured, baseline: Measured | None) -> list[str]:
+    w, f = m.window, m.figures
+    rows = [
+        ("fault duration (injection to heal)", f"{w.healed - w.start:.1f}s"),
+        ("recovery: canary change applied and observed", f"{_secs(w.canary)}s after the heal"),
+        ("recovery: every generation at heal time observed (backlog)", f"{_secs(w.backlog)}s after the heal"),
+        ("operator requests in the window (injection to recovery)", str(f.requests)),
+        (
+            "requests/s: mean / busiest second / busiest second without LIST+WATCH",
+            f"{f.rps_mean:.1f} / {f.rps_peak} / {f.rps_peak_other}",
+        ),
+        ("requests without LIST+WATCH (budget)", f"{f.other} ({f.other_budget:.0f})"),
+        ("LIST requests (limit)", f"{f.lists} ({f.list_allowance})"),
+        ("429 answers / 5xx answers", f"{f.status_429} / {f.status_5xx}"),
+        ("writes accepted from the operators (excluding Leases)", str(f.writes_accepted)),
+        (
+            "writes accepted from a deposed leader / rejected attempts",
+            f"{len(f.deposed_writes)} / {len(f.deposed_attempts)}",
+        ),
+        ("failed /healthz answers", str(len(f.liveness))),
+        ("tracebacks on stderr", str(len(f.tracebacks))),
+        ("leader changes", ", ".join(f.leader_changes) or "none"),
+        ("replica exits", "; ".join(f"{i.slot}: {i.detail} at {i.time - w.start:+.1f}s" for i in f.exits) or "none"),
+    ]
+    rows += list(w.extra.items())
+    lines = [f"### {w.name}", "", f"{w.title}.", ""]
+    lines += [f"- {note}" for note in w.notes]
+    lines += ["", "| figure | value |", "| --- | --- |"]
+    lines += [f"| {k} | {v} |" for k, v in rows]
+    lines += ["", "| verdict | result | detail |", "| --- | --- | --- |"]
+    lines += [f"| {r.name} | {_ok(r.passed)} | {r.detail} |" for r in m.rules]
+    for title, items in (
+        ("Writes from a deposed leader", f.deposed_writes),
+        ("Failed liveness answers", [f"{i.slot} at {i.time - w.start:+.1f}s: {i.detail}" for i in f.liveness]),
+        ("Tracebacks", [f"{i.slot} at {i.time - w.start:+.1f}s: {i.detail}" for i in f.tracebacks]),
+    ):
+        if items:
+            lines += ["", f"{title} (first 10):", ""] + [f"- `{item}`" for item in items[:10]]
+    lines.append("")
+    return lines
+
+
+def render(result: Result, *, command: str) -> str:
+    cfg = result.config
+    when = datetime.fromtimestamp(result.started, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+    took = result.finished - result.started
+    base = result.baseline
+    lines = [
+        "# Reliability under real faults",
+        "",
+        f"Produced by `{command}` on {when} ({took / 60:.1f} minutes; {os.cpu_count()} cores, "
+        f"{platform.python_implementation()} {platform.python_version()}). Regenerate with the same command; the "
+        f"analysis at the end is kept. Overall: {_ok(result.passed)}.",
+        "",
+        "## What the run does",
+        "",
+        f"- {cfg.webservers} WebServers in {cfg.namespaces} namespaces on the local control plane (hack/cluster.sh: "
+        "etcd, kube-apiserver, kube-controller-manager, kube-scheduler as local processes, kwok nodes), under "
+        f"continuous churn at {cfg.rate:g} operations/s: spec scale, `kubectl scale` (scale subresource), image and "
+        "port changes, annotations, deletes and re-creates, and drift of the children (Deployment replicas and "
+        "image, Service selector, deleted children).",
+        "- Two operator replicas with leader election (lease "
+        f"{cfg.lease_duration:g}s, renew deadline {cfg.renew_deadline:g}s, retry {cfg.retry_period:g}s, watch "
+        f"timeout {cfg.watch_timeout}s, stall timeout {cfg.watch_stall_timeout:g}s), "
+        + ("in the in-cluster configuration (token file, KUBERNETES_SERVICE_HOST/PORT), " if cfg.in_cluster else "")
+        + ("watching all namespaces" if cfg.watch_all else "watching the run's namespaces")
+        + ", each as its own ServiceAccount behind its own toxiproxy. A replica that exits is restarted after 1s.",
+        "- Three foreign objects (a Deployment and a Service that only share a WebServer's name, and a Deployment "
+        "with the operator's labels controlled by a ConfigMap) with their namesake WebServers.",
+        "- Verdicts come from the API server's audit log (every request of the replicas' ServiceAccounts, see "
+        "hack/audit-policy.yaml) and from the objects, never from the operator's logs or metrics; stderr is only "
+        "scanned for tracebacks, and /healthz is polled every second.",
+        "",
+        "## Rules",
+        "",
+        "- **recovered**: the canary change made right after the heal is applied and observed, and every "
+        "WebServer's generation at heal time is observed in its status, each within the window's limit.",
+        f"- **no retry storm**: requests other than LIST/WATCH stay within {BASELINE_FACTOR:g}x what the no-fault "
+        f"baseline sent in as long plus {CATCH_UP_REQUESTS_PER_WEBSERVER} per WebServer for each catch-up in the "
+        "window (one, plus one per process start and per leader change: a new leader re-reconciles everything at "
+        "once), and LISTs stay within two per informer per process that ran in the window. The busiest second is "
+        "reported, not judged: catching up is a burst by design.",
+        "- **no write from a deposed leader**: no write accepted from a replica later than its last successful Lease "
+        "renewal + renew deadline + 1s (+ injected latency), nor from a replica that never held the Lease.",
+        "- **liveness never failed**: every /healthz answer of a live process was 200.",
+        "- **no unhandled exception**: no traceback on any replica's stderr.",
+        "",
+        "## Setup",
+        "",
+        "| figure | value |",
+        "| --- | --- |",
+    ]
+    lines += [f"| {k} | {v} |" for k, v in result.setup.items()]
+    if base is not None:
+        b = base.figures
+        lines += [
+            f"| baseline ({base.window.end - base.window.start:.0f}s churn, no fault): requests/s mean / busiest / "
+            f"busiest without LIST+WATCH | {b.rps_mean:.1f} / {b.rps_peak} / {b.rps_peak_other} |",
+        ]
+    lines += [
+        f"| churn operations done | {', '.join(f'{k} {v}' for k, v in sorted(result.churn.items()))} |",
+        f"| churn operations failed (by HTTP status) | "
+        f"{', '.join(f'{k} {v}' for k, v in sorted(result.churn_failures.items())) or 'none'} |",
+        f"| control-plane components restarted by the harness | {'; '.join(result.control_plane_restarts) or 'none'} |",
+        "",
+        "## Summary",
+        "",
+        "Seconds; requests/s as mean / busiest second / busiest second without LIST+WATCH.",
+        "",
+        "| fault | duration | canary | backlog | requests/s | other requests (budget) | LISTs | 429 | 5xx | "
+        "deposed writes | liveness failures | tracebacks | leader changes | verdict |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    lines += [_summary_row(m) for m in result.faults]
+    lines += ["", "## Faults", ""]
+    for m in result.faults:
+        lines += _fault_section(m, base)
+    lines += ["## Run verdicts", "", "| verdict | result | detail |", "| --- | --- | --- |"]
+    lines += [f"| {r.name} | {_ok(r.passed)} | {r.detail} |" for r in result.final]
+    lines += ["", "| figure | value |", "| --- | --- |"]
+    lines += [f"| {k} | {v} |" for k, v in result.final_figures.items()]
+    lines.append("")
+    return "\n".join(lines)
+
+
+def write(path: Path, text: str) -> None:
+    """Write the report, keeping the hand-written analysis after the marker of the existing file."""
+    kept = ""
+    if path.exists():
+        old = path.read_text()
+        if MARKER in old:
+            kept = old[old.index(MARKER) :]
+    path.write_text(text + "\n" + (kept or f"{MARKER}\n\n## Analysis\n\n(not written yet)\n"))
+
+
+def summary(result: Result) -> str:
+    """A few lines for a terminal or a test failure: every failed verdict."""
+    lines = [f"chaos run {result.config.name}: {_ok(result.passed)} in {result.finished - result.started:.0f}s"]
+    lines += [f"  {line}" for line in result.failures()]
+    return "\n".join(lines)
