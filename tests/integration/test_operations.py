@@ -145,7 +145,8 @@ async def test_healthz_fails_while_the_event_loop_is_blocked(cluster: Cluster, c
     assert await asyncio.wait_for(task, 30) == 0
 
 
-def test_stalled_watch_is_restarted_by_the_watchdog(cluster: Cluster, crd: str, namespace: str, tmp_path: Path) -> None:
+def _proxied(cluster: Cluster, tmp_path: Path) -> tuple[FreezableProxy, Path]:
+    """A proxy in front of the API server, and a kubeconfig that goes through it."""
     admin = yaml.safe_load(cluster.kubeconfig.read_text())
     server = admin["clusters"][0]["cluster"]["server"]
     host, port = server.removeprefix("https://").rsplit(":", 1)
@@ -153,6 +154,11 @@ def test_stalled_watch_is_restarted_by_the_watchdog(cluster: Cluster, crd: str, 
     admin["clusters"][0]["cluster"]["server"] = f"https://{host}:{proxy.port}"
     kubeconfig = tmp_path / "proxied.kubeconfig"
     kubeconfig.write_text(yaml.safe_dump(admin))
+    return proxy, kubeconfig
+
+
+def test_stalled_watch_is_restarted_by_the_watchdog(cluster: Cluster, crd: str, namespace: str, tmp_path: Path) -> None:
+    proxy, kubeconfig = _proxied(cluster, tmp_path)
     op = OperatorProcess(
         kubeconfig=kubeconfig,
         args=[f"--namespaces={namespace}", "--watch-timeout=60", "--watch-stall-timeout=4", "--read-timeout=3"],
@@ -180,13 +186,7 @@ def test_liveness_holds_while_the_api_server_is_unreachable(
     cluster: Cluster, crd: str, namespace: str, tmp_path: Path
 ) -> None:
     """An outage longer than twice the stall timeout: the watches are silent, yet /healthz stays 200 (no restarts)."""
-    admin = yaml.safe_load(cluster.kubeconfig.read_text())
-    server = admin["clusters"][0]["cluster"]["server"]
-    host, port = server.removeprefix("https://").rsplit(":", 1)
-    proxy = FreezableProxy(host, int(port))
-    admin["clusters"][0]["cluster"]["server"] = f"https://{host}:{proxy.port}"
-    kubeconfig = tmp_path / "proxied.kubeconfig"
-    kubeconfig.write_text(yaml.safe_dump(admin))
+    proxy, kubeconfig = _proxied(cluster, tmp_path)
     op = OperatorProcess(
         kubeconfig=kubeconfig,
         args=[f"--namespaces={namespace}", "--watch-timeout=60", "--watch-stall-timeout=2", "--read-timeout=2"],

@@ -86,6 +86,14 @@ def events(api: FakeApi) -> list[tuple[str, str]]:
     return [(e["type"], e["reason"]) for e in api.collections.get(EVENTS.path(namespace=NS), {}).values()]
 
 
+def edit_spec(api: FakeApi, **spec: Any) -> None:
+    """What ``kubectl patch webserver`` does: a new spec on the stored WebServer."""
+    ws = api.get(WS_PATH)
+    assert ws is not None
+    ws["spec"].update(spec)
+    api.put(WEBSERVERS.path(namespace=NS), ws)
+
+
 def with_world(**spec: Any) -> FakeApi:
     api = FakeApi()
     api.put(WEBSERVERS.path(namespace=NS), webserver(**spec))
@@ -205,10 +213,7 @@ async def test_invalid_child_update_becomes_a_condition() -> None:
     api = with_world()
     rec = reconciler(api)
     await rec.reconcile(KEY)
-    ws = api.get(WS_PATH)
-    assert ws is not None
-    ws["spec"]["replicas"] = 3
-    api.put(WEBSERVERS.path(namespace=NS), ws)
+    edit_spec(api, replicas=3)
     api.fail(
         "PATCH",
         f"/deployments/{NAME}",
@@ -352,10 +357,7 @@ async def test_rejected_deployment_update_keeps_the_replica_counts() -> None:
     assert deployment is not None
     deployment["status"] = {"replicas": 2, "readyReplicas": 2, "availableReplicas": 2, "updatedReplicas": 2}
     api.put(DEPLOYMENTS.path(namespace=NS), deployment)
-    ws = api.get(WS_PATH)
-    assert ws is not None
-    ws["spec"]["replicas"] = 3
-    api.put(WEBSERVERS.path(namespace=NS), ws)
+    edit_spec(api, replicas=3)
     api.fail(
         "PATCH",
         f"/deployments/{NAME}",
