@@ -40,10 +40,16 @@ def _run(args: argparse.Namespace) -> int:
         print(f"webserver-operator: {err}", file=sys.stderr)  # noqa: T201 - fail fast before logging is set up
         return 2
     configure_logging(level=settings.log.log_level, fmt=settings.log.log_format)
+    from webserver_operator.kube.errors import ConfigurationError  # noqa: PLC0415
+
     try:
         return asyncio.run(run_operator(settings))
     except KeyboardInterrupt:
         return 0
+    except ConfigurationError as err:
+        # A setting points at nothing usable (kubeconfig, context): say what to set, without a traceback.
+        print(f"webserver-operator: {err}", file=sys.stderr)  # noqa: T201 - a clear line, as for bad settings
+        return 2
     except Exception as err:
         import logging  # noqa: PLC0415
 

@@ -31,7 +31,10 @@ _QUANTITY = re.compile(
 
 # Enough digits for the largest and smallest amounts the grammar can express, so no result is ever rounded.
 _CONTEXT = decimal.Context(prec=100, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
-_NANO = decimal.Decimal("1e-9")
+NANO = decimal.Decimal("1e-9")
+"""The finest amount any quantity keeps (``resource.ParseQuantity``)."""
+MILLI = decimal.Decimal("1e-3")
+"""The finest amount a pod's resource list keeps (``SetDefaults_ResourceList``)."""
 _MAX_INT64 = decimal.Decimal(2**63 - 1)
 
 
@@ -60,24 +63,26 @@ def parse_quantity(q: int | str) -> decimal.Decimal:
         raise ValueError(f"invalid quantity {q!r}: exponent out of range") from exc
 
 
-def stored_amount(q: int | str) -> decimal.Decimal:
-    """The amount the API server stores for ``q``: what a Deployment read back holds after ``q`` was written.
+def stored_amount(q: int | str, *, resolution: decimal.Decimal = NANO) -> decimal.Decimal:
+    """The amount the API server stores for ``q``: what an object read back holds after ``q`` was written.
 
-    As ``resource.ParseQuantity`` in k8s.io/apimachinery: a non-zero amount finer than a nano is rounded up (away from
-    zero) to the next nano, so ``0.5n`` is stored as ``1n``; an amount with a binary suffix (``Ki`` ... ``Ei``) above
-    2^63-1 is capped there.
+    As ``resource.ParseQuantity`` in k8s.io/apimachinery: a non-zero amount finer than ``resolution`` is rounded up
+    (away from zero) to it, so ``0.5n`` is stored as ``1n``; an amount with a binary suffix (``Ki`` ... ``Ei``) above
+    2^63-1 is capped there. A ResourceList in a pod template is also defaulted to ``MILLI``
+    (``SetDefaults_ResourceList`` rounds every value up to milli scale): ``0.5n`` cpu comes back as ``1m``.
     """
     amount = parse_quantity(q)
     magnitude = abs(amount)
     exponent = magnitude.as_tuple().exponent
-    if magnitude and isinstance(exponent, int) and exponent < -9:
-        magnitude = magnitude.quantize(_NANO, rounding=decimal.ROUND_UP, context=_CONTEXT)
+    finest = resolution.as_tuple().exponent
+    if magnitude and isinstance(exponent, int) and isinstance(finest, int) and exponent < finest:
+        magnitude = magnitude.quantize(resolution, rounding=decimal.ROUND_UP, context=_CONTEXT)
     if isinstance(q, str) and q.endswith(tuple(_BINARY)) and magnitude > _MAX_INT64:
         magnitude = _MAX_INT64
     return -magnitude if amount < 0 else magnitude
 
 
-def quantities_equal(a: int | str, b: int | str) -> bool:
+def quantities_equal(a: int | str, b: int | str, *, resolution: decimal.Decimal = NANO) -> bool:
     """Whether two quantities are stored as the same amount (``"0.5"`` == ``"500m"``, ``"0.5n"`` == ``"1n"``).
 
     Compared the way the API server normalises (``stored_amount``), so a value it rewrites never looks like drift.
@@ -85,6 +90,6 @@ def quantities_equal(a: int | str, b: int | str) -> bool:
     comparison never raises.
     """
     try:
-        return stored_amount(a) == stored_amount(b)
+        return stored_amount(a, resolution=resolution) == stored_amount(b, resolution=resolution)
     except ValueError:
         return a == b

@@ -29,7 +29,7 @@ import copy
 from typing import Any, Final
 
 from webserver_operator.builders.names import CONTAINER_NAME
-from webserver_operator.core.quantity import quantities_equal
+from webserver_operator.core.quantity import MILLI, quantities_equal
 from webserver_operator.core.vocabulary import KubeObject, controller_of
 
 _DEFAULT_PROTOCOL: Final = "TCP"
@@ -189,7 +189,7 @@ def _resources_equal(live: dict[str, Any] | None, want: dict[str, Any] | None) -
         live_list, want_list = live.get(key) or {}, want.get(key) or {}
         if live_list.keys() != want_list.keys():
             return False
-        if not all(quantities_equal(live_list[name], want_list[name]) for name in want_list):
+        if not all(quantities_equal(live_list[name], want_list[name], resolution=MILLI) for name in want_list):
             return False
 
     def rest(resources: dict[str, Any]) -> dict[str, Any]:

@@ -370,13 +370,13 @@ async def test_rejected_deployment_update_keeps_the_replica_counts() -> None:
 
 
 async def test_a_no_op_write_is_not_recorded_as_a_repair() -> None:
-    """The API server rounds ``0.5n`` cpu up to ``1n``: comparing as the server stores it means no write at all."""
+    """The API server stores ``0.5n`` cpu as ``1m`` in a pod template: comparing as it stores means no write at all."""
     api = with_world(resources={"requests": {"cpu": "0.5n"}})
     rec = reconciler(api)
     await rec.reconcile(KEY)
     stored = api.get(DEP_PATH)
     assert stored is not None
-    stored["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1n"  # what the server keeps
+    stored["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1m"  # what the server keeps
     api.put(DEPLOYMENTS.path(namespace=NS), stored)
     writes = len(api.writes())
     for _ in range(3):
