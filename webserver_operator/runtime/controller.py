@@ -32,7 +32,7 @@ from collections.abc import Callable
 
 from webserver_operator import metrics
 from webserver_operator.core.vocabulary import ObjectKey, ObjectReader, object_key
-from webserver_operator.kube.errors import Conflict
+from webserver_operator.kube.errors import Conflict, KubeError
 from webserver_operator.runtime import logcontext
 from webserver_operator.runtime.result import Reconciler, is_terminal
 from webserver_operator.runtime.workqueue import WorkQueue
@@ -224,7 +224,9 @@ class Controller:
             retries,
             type(exc).__name__,
             exc,
-            exc_info=exc,
+            # An API that failed to answer is an expected, handled condition (its message says what happened); a
+            # traceback is kept for everything else, which is a bug.
+            exc_info=None if isinstance(exc, KubeError) else exc,
             extra=self._extra(key, "error", duration, error=str(exc), retries=retries),
         )
 
