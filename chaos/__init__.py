@@ -8,7 +8,7 @@ recorded (``hack/audit-policy.yaml`` records every request of the ServiceAccount
 scanned for tracebacks.
 
 Run by ``make chaos`` (``python -m chaos``, the full run: 200 WebServers, every fault, ``docs/reliability.md``) and by
-``tests/integration/test_chaos_short.py`` (20 WebServers, three faults, inside ``make test``). Modules, bottom up:
+``tests/integration/test_chaos_short.py`` (20 WebServers, three faults, ``make chaos-short``). Modules, bottom up:
 ``kubeapi`` (admin HTTP client), ``controlplane`` (etcd/kube-apiserver processes), ``toxiproxy`` (TCP faults),
 ``identity`` (ServiceAccounts, RBAC, API Priority and Fairness), ``replica`` (operator processes), ``workload`` (the
 churn), ``audit`` (the audit log), ``observe`` (cluster state), ``verdicts`` (figures and pass/fail), ``faults``,

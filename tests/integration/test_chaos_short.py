@@ -18,6 +18,10 @@ from chaos import report
 from chaos.scenario import SHORT, run
 from tests.support.cluster import Cluster, local_kubeconfig, wait_until
 
+# Runs with `make chaos-short`: it passes on its own, but under a loaded shared machine its timing verdicts are not yet
+# reliable enough to gate every `make test`.
+pytestmark = pytest.mark.chaos
+
 
 def test_short_chaos_run_passes_every_verdict(cluster: Cluster, crd: str, tmp_path: Path) -> None:
     if cluster.backend != "local":
