@@ -72,6 +72,25 @@ pypi_args() {
   fi
 }
 
+KEY_LABEL=dev.webserver-operator.build-key
+
+# build_key BASE REVISION ARGS...: a hash of everything the operator image is built from.
+build_key() {
+  local base="$1"
+  shift
+  {
+    "$(engine)" image inspect --format '{{.Id}}' "${base}" 2>/dev/null || echo "${base}"
+    printf '%s\n' "$@"
+    (
+      cd "${ROOT}"
+      {
+        printf '%s\n' Dockerfile .dockerignore requirements.lock pyproject.toml README.md LICENSE
+        find webserver_operator -type f ! -path '*/__pycache__/*' ! -name '*.py[cod]'
+      } | sort | while IFS= read -r f; do [[ -f "${f}" ]] && sha256sum "${f}"; done
+    )
+  } | sha256sum | cut -c1-16
+}
+
 dockerfile_base() {
   sed -n 's/^ARG BASE_IMAGE=//p' "${ROOT}/Dockerfile" | head -n 1
 }
@@ -100,9 +119,19 @@ cmd_operator() {
     log "using the stand-in base ${base} for ${img}"
     args+=(--build-arg "BASE_IMAGE=${base}")
   fi
-  mapfile -t -O "${#args[@]}" args < <(pypi_args)
   local revision
   revision="$(git -C "${ROOT}" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  # Rebuilt only when an input changes: the build context the .dockerignore lets through, the Dockerfile, the base
+  # image (by ID) and the build arguments (not the host's way to PyPI, which does not change what is installed).
+  # The key travels as a label on the image.
+  local key
+  key="$(build_key "${base}" "${revision}" "${args[@]}")"
+  mapfile -t -O "${#args[@]}" args < <(pypi_args)
+  if [[ "$("$(engine)" image inspect --format "{{index .Config.Labels \"${KEY_LABEL}\"}}" "${img}" 2>/dev/null)" == "${key}" ]]; then
+    log "${img} is up to date (build key ${key})"
+    return 0
+  fi
+  args+=(--label "${KEY_LABEL}=${key}")
   log "building ${img} from the Dockerfile ($(engine))"
   local start=${SECONDS} previous
   previous="$("$(engine)" image inspect --format '{{.Id}}' "${img}" 2>/dev/null || true)"
