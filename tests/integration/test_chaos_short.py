@@ -18,8 +18,7 @@ from chaos import report
 from chaos.scenario import SHORT, run
 from tests.support.cluster import Cluster, local_kubeconfig, wait_until
 
-# Runs with `make chaos-short`: it passes on its own, but under a loaded shared machine its timing verdicts are not yet
-# reliable enough to gate every `make test`.
+# Part of `make test`; the marker lets `make chaos-short` run it alone.
 pytestmark = pytest.mark.chaos
 
 

@@ -68,7 +68,7 @@ class _Watching(Protocol):
     """What the checks read of a ``runtime.group.InformerGroup``."""
 
     @property
-    def alive(self) -> bool: ...
+    def died(self) -> bool: ...
 
     @property
     def has_synced(self) -> bool: ...
@@ -84,6 +84,8 @@ class _Informer(Protocol):
 def watches_running(group: _Watching) -> Check:
     """Liveness of a group's watches: fails only when a watch task has died (a restart would bring it back).
 
+    Watches cancelled by a shutdown have not died: the probes keep answering while the process stops.
+
     Silence from the API server is never a liveness failure: during an outage, or while the CRD or a list permission
     is missing, every replica would be restarted in a loop for nothing. The informer's own watchdog restarts silent
     watches; how long a watch has been silent is reported here as detail, and a blocked event loop is caught by the
@@ -91,8 +93,8 @@ def watches_running(group: _Watching) -> Check:
     """
 
     def check() -> tuple[bool, str]:
-        if not group.alive:
-            return False, "a watch task has died"
+        if group.died:
+            return False, "a watch task has died (ended on an error: see the log); a restart brings it back"
         silent = max((informer.seconds_since_activity() for informer in group.informers), default=0.0)
         return True, f"watching (last sign of the API server {silent:.0f}s ago)"
 

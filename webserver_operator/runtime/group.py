@@ -46,6 +46,7 @@ class InformerGroup:
         self._by_namespace = {i.namespace: i for i in self.informers if i.namespace is not None}
         #: Set once every informer of the group has completed its first list.
         self.synced = asyncio.Event()
+        self._died = False
 
     @classmethod
     def for_namespaces(
@@ -126,8 +127,12 @@ class InformerGroup:
     # -- lifecycle and health -------------------------------------------------------------------------------------
 
     @property
-    def alive(self) -> bool:
-        return all(informer.alive for informer in self.informers)
+    def died(self) -> bool:
+        """True once an informer ended other than by cancellation (a bug, or a return): a restart would help.
+
+        A shutdown cancels the informers while the probes still answer; that is a process stopping, not a dead one.
+        """
+        return self._died
 
     @property
     def has_synced(self) -> bool:
@@ -137,8 +142,18 @@ class InformerGroup:
         """Run every informer until cancelled; if one of them ever returns or raises, the others are cancelled."""
         async with asyncio.TaskGroup() as group:
             for informer in self.informers:
-                group.create_task(informer.run(), name=f"informer-{informer.name}-{informer.namespace or '*'}")
+                group.create_task(self._run(informer), name=f"informer-{informer.name}-{informer.namespace or '*'}")
             group.create_task(self._mark_synced(), name="informer-group-synced")
+
+    async def _run(self, informer: Informer) -> None:
+        try:
+            await informer.run()
+        except asyncio.CancelledError:
+            raise
+        except BaseException:
+            self._died = True
+            raise
+        self._died = True  # run returns only by cancellation: a return is a death too
 
     async def _mark_synced(self) -> None:
         for informer in self.informers:

@@ -35,7 +35,7 @@ class _SilentInformer:
 
 class _Group:
     def __init__(self, *, alive: bool, synced: bool) -> None:
-        self.alive = alive
+        self.died = not alive
         self.has_synced = synced
         self.informers = [_SilentInformer()]
 

@@ -56,7 +56,7 @@ async def test_merged_view_and_synced_only_when_all_namespaces_listed() -> None:
         assert not group.has_synced
         kube.gates[WEBSERVERS.path(namespace="b")].set()
         await asyncio.wait_for(group.synced.wait(), 1)
-        assert group.alive
+        assert not group.died
         assert group.get(("a", "x")) is not None
         assert group.get(("b", "y")) is not None
         assert group.get(("c", "z")) is None, "namespaces outside the group are not watched"
@@ -73,3 +73,26 @@ async def test_merged_view_and_synced_only_when_all_namespaces_listed() -> None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+async def test_a_watch_stopped_by_shutdown_has_not_died_but_one_that_crashed_has() -> None:
+    """Liveness reads ``died``: a replica shutting down (informers cancelled) must keep answering /healthz 200."""
+    kube = PerNamespaceKube([obj("a", "x")])
+    group = InformerGroup.for_namespaces(kube, WEBSERVERS, settings=WatchSettings(namespaces=["a", "b"]))
+    task = asyncio.create_task(group.run())
+    await asyncio.wait_for(group.synced.wait(), 1)
+    assert not group.died
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    assert not group.died, "cancelled by the shutdown: the process is stopping, not wedged"
+
+    crashing = InformerGroup.for_namespaces(kube, WEBSERVERS, settings=WatchSettings(namespaces=["a", "b"]))
+
+    async def bug() -> None:
+        raise RuntimeError("a bug in the informer loop")
+
+    crashing.informers[1].run = bug  # type: ignore[method-assign]
+    with pytest.raises(ExceptionGroup):
+        await crashing.run()
+    assert crashing.died, "a watch task that ended on an exception has died: a restart would bring it back"
