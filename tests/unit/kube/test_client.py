@@ -508,3 +508,49 @@ async def test_a_gated_view_refuses_writes_but_not_reads(kube: tuple[KubeClient,
         await gated.request("PUT", SERVICES.path(namespace="d", name="s"), body={})
     assert await gated.request("GET", SERVICES.path(namespace="d", name="s")) == {"ok": 1}
     assert [call.method for call in fake.seen] == ["PATCH", "GET"], "the refused write never left the process"
+
+
+async def test_a_request_never_leaves_the_event_loop_for_a_thread(
+    kube: tuple[KubeClient, FakeApiServer, Sleeps], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No per-request hop to a thread pool: a session trusting the environment reads ~/.netrc and the proxy variables
+    in an executor on every request, which the profile of a bulk create showed as a fifth of the operator's CPU."""
+    client, fake, _ = kube
+    loop = asyncio.get_running_loop()
+    hops: list[object] = []
+    real_run_in_executor = loop.run_in_executor
+
+    def counting(executor: Any, func: Any, *args: Any) -> asyncio.Future[Any]:
+        hops.append(func)
+        return real_run_in_executor(executor, func, *args)
+
+    monkeypatch.setattr(loop, "run_in_executor", counting)
+    for _ in range(3):
+        fake.then(answer(200, {"kind": "Service"}))
+        await client.request("GET", "/api/v1/namespaces/d/services/web")
+    assert [s.path for s in fake.seen] == ["/api/v1/namespaces/d/services/web"] * 3
+    assert hops == []
+
+
+@pytest.mark.parametrize(
+    ("environment", "expected"),
+    [
+        ({"HTTPS_PROXY": "http://proxy.example:3128"}, "http://proxy.example:3128"),
+        ({"https_proxy": "http://proxy.example:3128", "NO_PROXY": "api.example"}, None),
+        ({}, None),
+    ],
+)
+async def test_proxy_variables_are_read_once_like_client_go(
+    environment: dict[str, str], expected: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HTTPS_PROXY / NO_PROXY keep working (client-go honours them), resolved once for the API server's host."""
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    configuration = configuration_for("https://api.example:6443")
+    client = await KubeClient.create(configuration, settings=SETTINGS)
+    try:
+        assert configuration.proxy == expected
+    finally:
+        await client.close()
