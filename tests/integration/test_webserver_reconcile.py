@@ -53,7 +53,12 @@ def test_create_makes_children_and_reports_ready(cluster: Cluster, namespace: st
     assert status["selector"] == "app.kubernetes.io/instance=web,app.kubernetes.io/name=webserver"
     ready = condition(ws)
     assert ready is not None and ready["reason"] == "Available", ready
-    assert any(e["reason"] == "Created" for e in events_for(cluster, namespace, "web"))
+    # Events leave in the background (a reconcile never waits for one): eventually there.
+    wait_until(
+        lambda: any(e["reason"] == "Created" for e in events_for(cluster, namespace, "web")),
+        timeout=10,
+        message="a Created Event on the WebServer",
+    )
     # The printer columns show what users look at.
     row = cluster.kubectl("get", "ws", "web", "-n", namespace, "--no-headers").stdout.split()
     assert row[:5] == ["web", "nginx:1.27", "2", "2", str(port["nodePort"])], row
@@ -141,8 +146,11 @@ def test_manual_deployment_scale_is_reverted(cluster: Cluster, namespace: str) -
     wait_ready(cluster, namespace, "web")
     cluster.kubectl("scale", "deployment/web", "-n", namespace, "--replicas=5")
     wait_field(cluster, "deployment", "web", namespace=namespace, path="spec.replicas", expected=2, timeout=30)
-    reasons = [e["reason"] for e in events_for(cluster, namespace, "web")]
-    assert "Repaired" in reasons, reasons
+    wait_until(
+        lambda: "Repaired" in [e["reason"] for e in events_for(cluster, namespace, "web")],
+        timeout=10,
+        message="a Repaired Event on the WebServer",
+    )
 
 
 def test_service_port_edit_is_reverted(cluster: Cluster, namespace: str) -> None:
@@ -234,6 +242,12 @@ def test_duplicate_node_port_is_reported_and_recovers(cluster: Cluster, namespac
     cond = wait_condition(cluster, namespace, "second", status="False", reason="ServiceInvalid")
     assert "already allocated" in cond["message"], cond
     assert condition(cluster.get_json("webserver", "first", namespace=namespace))["status"] == "True"  # type: ignore[index]
+    wait_until(
+        lambda: [e for e in events_for(cluster, namespace, "second") if e["reason"] == "ServiceInvalid"],
+        timeout=10,
+        message="a ServiceInvalid Event on the WebServer",
+    )
+    time.sleep(1)  # and only one, also a moment later
     invalid = [e for e in events_for(cluster, namespace, "second") if e["reason"] == "ServiceInvalid"]
     assert len(invalid) == 1, invalid
     cluster.kubectl("delete", "webserver", "first", "-n", namespace)

@@ -77,7 +77,7 @@ def setup_webserver_controller(cache: InformerCache, *, api: ApiRequests, settin
         publish_ready(event_type, obj)
 
     webservers.add_handler(bookkeeping)
-    return (
+    controller = (
         ControllerBuilder(CONTROLLER_NAME, cache, settings)
         .for_(WEBSERVERS)
         .owns(DEPLOYMENTS, label_selector=CHILD_LABEL_SELECTOR)
@@ -85,3 +85,5 @@ def setup_webserver_controller(cache: InformerCache, *, api: ApiRequests, settin
         .watches(SERVICES, keys_on_delete(reconciler.keys_with_problems), label_selector=CHILD_LABEL_SELECTOR)
         .complete(reconciler)
     )
+    controller.on_stop(recorder.close)
+    return controller

@@ -28,7 +28,7 @@ stopped by the manager (``run`` once leading, ``stop`` on shutdown or when leade
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from webserver_operator import metrics
 from webserver_operator.core.vocabulary import ObjectKey, ObjectReader, object_key
@@ -69,6 +69,7 @@ class Controller:
         self._worker_tasks: list[asyncio.Task[None]] = []
         self._running = False
         self._background: list[asyncio.Task[None]] = []
+        self._stop_hooks: list[Callable[[float], Awaitable[None]]] = []
         self._m_active = metrics.ACTIVE_WORKERS.labels(controller=name)
         self._m_errors = metrics.RECONCILE_ERRORS.labels(controller=name)
         self._m_time = metrics.RECONCILE_TIME.labels(controller=name)
@@ -122,12 +123,27 @@ class Controller:
             await asyncio.gather(*tasks, return_exceptions=True)
             logger.info("controller %s stopped", self.name, extra={"controller": self.name})
 
+    def on_stop(self, hook: Callable[[float], Awaitable[None]]) -> None:
+        """Run ``hook(seconds_left)`` at the end of ``stop``, with what is left of the drain timeout (0 when deposed).
+
+        For work the reconciles handed off and that must end with them, such as Events still queued.
+        """
+        self._stop_hooks.append(hook)
+
     async def stop(self, drain_timeout: float) -> bool:
         """Stop taking keys, let in-flight reconciles finish for up to ``drain_timeout`` s, cancel the rest.
 
         Returns True when every in-flight reconcile finished in time. Keys still queued are dropped: the next start
-        rebuilds them from the informer caches.
+        rebuilds them from the informer caches. The ``on_stop`` hooks run last, with the time left.
         """
+        deadline = asyncio.get_running_loop().time() + max(drain_timeout, 0.0)
+        try:
+            return await self._drain(drain_timeout)
+        finally:
+            for hook in self._stop_hooks:
+                await hook(max(0.0, deadline - asyncio.get_running_loop().time()))
+
+    async def _drain(self, drain_timeout: float) -> bool:
         self.queue.shutdown()
         for task in self._background:
             task.cancel()

@@ -69,7 +69,7 @@ def reconciler(api: FakeApi, *, stale: bool = False) -> WebServerReconciler:
             deployments=child_cache(api, DEPLOYMENTS.path(namespace=NS)),
             services=child_cache(api, SERVICES.path(namespace=NS)),
         ),
-        recorder=EventRecorder(api, instance="test"),
+        recorder=EventRecorder(api, instance="test", background=False),
         clock=lambda: datetime(2026, 11, 23, tzinfo=UTC),
     )
 

@@ -308,3 +308,33 @@ async def test_keys_offered_before_the_controller_runs_are_dropped_and_the_start
     )
     async with running(controller):
         await eventually(lambda: rec.attempts[A] == 1 and rec.attempts[B] == 1)
+
+
+async def test_stop_hooks_run_after_the_drain_with_the_time_left() -> None:
+    """Work the reconciles handed off (queued Events) gets what is left of the drain timeout; none when deposed."""
+    order: list[str] = []
+    given: list[float] = []
+
+    class Quick:
+        async def reconcile(self, key: Key) -> Result:
+            await asyncio.sleep(0.05)
+            order.append("reconciled")
+            return Result()
+
+    async def hook(seconds_left: float) -> None:
+        order.append("hook")
+        given.append(seconds_left)
+
+    queue: WorkQueue[Key] = WorkQueue(name="ctl-stop-hook")
+    controller = Controller("ctl-stop-hook", Quick(), queue, workers=1)
+    controller.on_stop(hook)
+    task = asyncio.create_task(controller.run())
+    await asyncio.sleep(0)
+    controller.enqueue(A)
+    await eventually(lambda: A in queue.processing())
+    assert await controller.stop(1.0) is True
+    await asyncio.wait_for(task, 1)
+    assert order == ["reconciled", "hook"]
+    assert 0.5 < given[0] <= 0.96, "the drain took about 0.05 s of the 1 s"
+    assert await controller.stop(0.0) is True
+    assert given[1] == 0.0

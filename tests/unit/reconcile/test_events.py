@@ -1,0 +1,104 @@
+"""EventRecorder: Events leave in the background (a reconcile never waits for one), bounded in flight and in queue."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from tests.support.fake_api import FakeApi, status_error
+from webserver_operator.api.models import WEBSERVERS
+from webserver_operator.core.resources import EVENTS
+from webserver_operator.reconcile.events import EventRecorder
+
+pytestmark = pytest.mark.timeout(5)
+
+NS = "team-a"
+
+
+def webserver(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": WEBSERVERS.api_version,
+        "kind": "WebServer",
+        "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}", "resourceVersion": "7"},
+    }
+
+
+def stored_events(api: FakeApi) -> list[tuple[str, str, str]]:
+    """What `kubectl get events -n team-a` lists: involved object, reason, message."""
+    return sorted(
+        (e["involvedObject"]["name"], e["reason"], e["message"])
+        for e in api.collections.get(EVENTS.path(namespace=NS), {}).values()
+    )
+
+
+async def test_emit_returns_before_the_event_is_written_and_flush_waits_for_it() -> None:
+    api = FakeApi()
+    gate = api.gates[EVENTS.path(namespace=NS)] = asyncio.Event()
+    recorder = EventRecorder(api, instance="test")
+    await asyncio.wait_for(
+        recorder.emit(webserver("web"), type_="Normal", reason="Created", message="Created Deployment web"), 0.5
+    )
+    assert stored_events(api) == [], "the POST is still held by the API server: emit did not wait for it"
+    gate.set()
+    await recorder.flush()
+    assert stored_events(api) == [("web", "Created", "Created Deployment web")]
+
+
+async def test_a_burst_is_sent_two_at_a_time_and_every_event_arrives_once() -> None:
+    api = FakeApi()
+    gate = api.gates[EVENTS.path(namespace=NS)] = asyncio.Event()
+    recorder = EventRecorder(api, instance="test")
+    for i in range(10):
+        await recorder.emit(webserver(f"web-{i}"), type_="Normal", reason="Created", message=f"Created Service web-{i}")
+    await asyncio.sleep(0.05)
+    assert len([c for c in api.calls if c.method == "POST"]) == 2, "at most two Event POSTs in flight"
+    gate.set()
+    await recorder.flush()
+    assert stored_events(api) == sorted((f"web-{i}", "Created", f"Created Service web-{i}") for i in range(10))
+
+
+async def test_a_full_queue_drops_new_events_with_a_warning_and_keeps_the_rest(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    api = FakeApi()
+    gate = api.gates[EVENTS.path(namespace=NS)] = asyncio.Event()
+    recorder = EventRecorder(api, instance="test", max_queued=3)
+    for i in range(8):
+        await recorder.emit(webserver(f"web-{i}"), type_="Normal", reason="Created", message=f"m{i}")
+    await asyncio.sleep(0.05)
+    gate.set()
+    await recorder.flush()
+    # emit never yields, so the first three fill the queue before a sender takes any; the other five are dropped.
+    assert [name for name, _, _ in stored_events(api)] == ["web-0", "web-1", "web-2"]
+    assert "event queue full" in caplog.text
+    assert "the API server is not keeping up with Events" in caplog.text
+
+
+async def test_a_failed_write_is_logged_and_the_next_event_still_goes_out(caplog: pytest.LogCaptureFixture) -> None:
+    api = FakeApi()
+    path = EVENTS.path(namespace=NS)
+    api.failures.append(status_error(403, "Forbidden", method="POST", path=path, message="events is forbidden"))
+    recorder = EventRecorder(api, instance="test")
+    await recorder.emit(webserver("a"), type_="Warning", reason="InvalidSpec", message="first")
+    await recorder.emit(webserver("b"), type_="Normal", reason="Created", message="second")
+    await recorder.flush()
+    assert stored_events(api) == [("b", "Created", "second")]
+    assert "could not record event InvalidSpec on team-a/a" in caplog.text
+
+
+async def test_close_sends_what_fits_in_the_time_left_and_drops_the_rest_quietly() -> None:
+    api = FakeApi()
+    recorder = EventRecorder(api, instance="test")
+    await recorder.emit(webserver("a"), type_="Normal", reason="Created", message="sent on close")
+    await recorder.close(1.0)
+    assert stored_events(api) == [("a", "Created", "sent on close")]
+
+    gate = api.gates[EVENTS.path(namespace=NS)] = asyncio.Event()
+    for name in ("b", "c", "d"):
+        await recorder.emit(webserver(name), type_="Normal", reason="Created", message="never sent")
+    await recorder.close(0.0)  # deposed: no time left
+    gate.set()
+    await asyncio.sleep(0.05)
+    assert stored_events(api) == [("a", "Created", "sent on close")], "nothing is written after close"
