@@ -99,6 +99,9 @@ class WebServerReconciler:
         self._recorder = recorder
         self._clock = clock
         self._problem_streak: dict[ObjectKey, int] = {}
+        #: Children found to be someone else's namesake: outside the label-filtered caches, so read on the next look
+        #: rather than created (a create could only be refused with 409 AlreadyExists).
+        self._not_ours: set[tuple[ObjectKey, str]] = set()
         self._deployment = _Child(
             DEPLOYMENTS, caches.deployments, desired_deployment, merge_owned_deployment, immutable_selector=True
         )
@@ -116,6 +119,7 @@ class WebServerReconciler:
         if obj is None or (obj.get("metadata") or {}).get("deletionTimestamp"):
             # Deleted (or being deleted): the garbage collector removes the children via their ownerReferences.
             self._problem_streak.pop(key, None)
+            self._not_ours -= {(key, child.kind) for child in (self._deployment, self._service)}
             return Result()
         try:
             ws = WebServer.model_validate(obj)
@@ -188,7 +192,10 @@ class WebServerReconciler:
 
     async def _sync_child(self, ws: WebServer, ws_obj: KubeObject, child: _Child) -> KubeObject:
         desired = child.desired(ws)
-        live = child.cache.get((ws.namespace, ws.name))
+        key = (ws.namespace, ws.name)
+        live = child.cache.get(key)
+        if live is None and (key, child.kind) in self._not_ours:
+            live = await self._read(child, ws)
         if live is None:
             created = await self._create(ws, ws_obj, child, desired)
             if created is not None:
@@ -270,7 +277,23 @@ class WebServerReconciler:
         )
         return updated
 
+    async def _read(self, child: _Child, ws: WebServer) -> KubeObject | None:
+        try:
+            return await self._api.request("GET", child.resource.path(namespace=ws.namespace, name=ws.name))
+        except NotFound:
+            self._not_ours.discard(((ws.namespace, ws.name), child.kind))
+            return None
+
     def _check_ownership(self, ws: WebServer, child: _Child, live: KubeObject) -> None:
+        key = ((ws.namespace, ws.name), child.kind)
+        try:
+            self._raise_unless_ours(ws, child, live)
+        except Problem:
+            self._not_ours.add(key)
+            raise
+        self._not_ours.discard(key)
+
+    def _raise_unless_ours(self, ws: WebServer, child: _Child, live: KubeObject) -> None:
         owner = controller_of(live)
         if owner is not None:
             if owner.get("uid") == ws.uid:

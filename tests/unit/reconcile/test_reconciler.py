@@ -51,6 +51,15 @@ class StaleCache(LiveCache):
         return None
 
 
+class LabelledCache(LiveCache):
+    """What the operator's child informers see: only objects carrying the WebServer's child labels."""
+
+    def get(self, key: ObjectKey, /) -> KubeObject | None:
+        obj = super().get(key)
+        labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+        return obj if obj is not None and labels.items() >= child_labels(key[1]).items() else None
+
+
 def webserver(**spec: Any) -> dict[str, Any]:
     return {
         "apiVersion": WEBSERVERS.api_version,
@@ -60,8 +69,8 @@ def webserver(**spec: Any) -> dict[str, Any]:
     }
 
 
-def reconciler(api: FakeApi, *, stale: bool = False) -> WebServerReconciler:
-    child_cache = StaleCache if stale else LiveCache
+def reconciler(api: FakeApi, *, stale: bool = False, labelled: bool = False) -> WebServerReconciler:
+    child_cache = StaleCache if stale else LabelledCache if labelled else LiveCache
     return WebServerReconciler(
         api=api,
         caches=Caches(
@@ -478,3 +487,24 @@ async def test_security_context_is_enforced_while_set_and_left_to_others_when_no
     api.put(DEPLOYMENTS.path(namespace=NS), hardened)  # e.g. an admission webhook that hardens every pod
     await rec.reconcile(KEY)
     assert container()["securityContext"] == {"readOnlyRootFilesystem": True}
+
+
+async def test_a_recheck_of_a_foreign_namesake_reads_it_instead_of_posting_a_create_again() -> None:
+    """A Stalled WebServer must not send writes the API server can only refuse (`make chaos`: "0 writes once
+    converged"). The foreign Deployment is outside the label-filtered cache, so the recheck reads it; once it is
+    deleted, the next look creates ours."""
+    api = with_world()
+    api.put(DEPLOYMENTS.path(namespace=NS), {"kind": "Deployment", "metadata": {"name": NAME, "namespace": NS}})
+    recheck = reconciler(api, labelled=True)
+    await recheck.reconcile(KEY)
+    assert ready(api)["reason"] == "DeploymentConflict"
+    writes_before = len(api.writes())
+    await recheck.reconcile(KEY)
+    assert ready(api)["reason"] == "DeploymentConflict"
+    assert [(w.method, w.path) for w in api.writes()[writes_before:]] == [], "no create that can only get a 409"
+
+    await api.request("DELETE", DEP_PATH)
+    await recheck.reconcile(KEY)
+    deployment = api.get(DEP_PATH)
+    assert deployment is not None
+    assert deployment["metadata"]["labels"] == child_labels(NAME), "the WebServer's own Deployment, created"
