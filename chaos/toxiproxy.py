@@ -97,22 +97,31 @@ class Toxiproxy:
         body = {"name": toxic, "type": kind, "stream": stream, "toxicity": 1.0, "attributes": attributes}
         self._call("POST", f"/proxies/{proxy}/toxics", body)
 
-    def remove_toxic(self, proxy: str, toxic: str) -> None:
+    def remove_toxic(self, proxy: str, toxic: str, *, wait: float = 120.0) -> None:
         """Remove a toxic; idempotent (404 is success).
 
-        toxiproxy removes a toxic link by link, draining what each link holds; with a latency toxic of seconds on
-        dozens of watch connections on a loaded machine that took longer than 10 s once, so the call gets a minute
-        and one more try (the first may have finished server-side: the retry then answers 404).
+        toxiproxy removes a toxic link by link, draining what each link holds: with a latency toxic of seconds on
+        dozens of watch connections that outlasts its API's own handler timeout (it answers 503 "Timeout") or ours,
+        while the removal goes on in the server. So a timeout is followed by polling the proxy until the toxic is gone.
         """
-        for attempt in (1, 2):
-            try:
-                self._call("DELETE", f"/proxies/{proxy}/toxics/{toxic}", timeout=60)
+        try:
+            self._call("DELETE", f"/proxies/{proxy}/toxics/{toxic}", timeout=60)
+            return
+        except ToxiproxyError as err:
+            if "HTTP 404" in str(err):
                 return
-            except ToxiproxyError as err:
-                if "HTTP 404" in str(err):
-                    return
-                if attempt == 2 or "timed out" not in str(err):
-                    raise
+            if "HTTP 503" not in str(err) and "timed out" not in str(err):
+                raise
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            time.sleep(1)
+            try:
+                toxics = self._call("GET", f"/proxies/{proxy}/toxics", timeout=30)
+            except ToxiproxyError:
+                continue
+            if toxic not in {t.get("name") for t in toxics or []}:
+                return
+        raise ToxiproxyError(f"toxiproxy: toxic {toxic} of proxy {proxy} still present {wait:.0f}s after its removal")
 
     def latency(self, proxy: str, *, ms: int, jitter: int = 0) -> None:
         for stream in ("upstream", "downstream"):
