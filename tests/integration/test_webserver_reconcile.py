@@ -23,6 +23,7 @@ from tests.support.webservers import (
     wait_ready,
     webserver,
 )
+from webserver_operator.kube.client import FIELD_MANAGER
 
 pytestmark = pytest.mark.usefixtures("operator")
 
@@ -201,14 +202,24 @@ def test_foreign_deployment_with_the_same_name_is_left_alone(cluster: Cluster, n
     cond = wait_condition(cluster, namespace, "web", status="False", reason="DeploymentConflict")
     assert "already exists" in cond["message"] and "will not modify it" in cond["message"], cond
     time.sleep(2)
-    after = cluster.get_json("deployment", "web", namespace=namespace)
-    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    after = cluster.get_json("deployment", "web", "--show-managed-fields", namespace=namespace)
+    # kube-controller-manager keeps writing this Deployment's status, so its resourceVersion moves on its own; what
+    # shows the operator never wrote to it is an unchanged spec generation and no managedFields entry of ours.
+    assert after["metadata"]["generation"] == before["metadata"]["generation"]
+    assert after["spec"] == before["spec"]
+    assert after["metadata"].get("labels") == before["metadata"].get("labels")
+    assert after["metadata"].get("annotations") == before["metadata"].get("annotations")
+    managers = {entry["manager"] for entry in after["metadata"]["managedFields"]}
+    assert FIELD_MANAGER not in managers, managers
     assert after["spec"]["template"]["spec"]["containers"][0]["image"] == "busybox:1.36"
     assert "ownerReferences" not in after["metadata"]
     warnings = [e for e in events_for(cluster, namespace, "web") if e["reason"] == "DeploymentConflict"]
     assert len(warnings) == 1 and warnings[0]["type"] == "Warning", warnings
-    # The Service has no conflict and is still managed.
-    assert cluster.get_json("service", "web", namespace=namespace)["spec"]["type"] == "NodePort"
+    # The Service has no conflict and is still managed, and its managedFields name the operator (so the check above
+    # looks for the right manager).
+    svc = cluster.get_json("service", "web", "--show-managed-fields", namespace=namespace)
+    assert svc["spec"]["type"] == "NodePort"
+    assert FIELD_MANAGER in {entry["manager"] for entry in svc["metadata"]["managedFields"]}
 
 
 def test_orphaned_children_are_adopted(cluster: Cluster, namespace: str) -> None:
