@@ -151,11 +151,17 @@ class WebServerReconciler:
 
         Returns what each looks like now and the first problem met, in child order; other children are still synced.
         A retriable API error is reported once and raised (the first one, in child order) after all have run.
+        The children this call created are reported in one ``Created`` Event: an Event is a write like any other, and
+        one per child would cost a bulk create a third of its writes.
         """
         children = (self._deployment, self._service)
+        created: set[str] = set()
         outcomes = await asyncio.gather(
-            *(self._sync_child(ws, obj, child) for child in children), return_exceptions=True
+            *(self._sync_child(ws, obj, child, created) for child in children), return_exceptions=True
         )
+        if created:
+            made = " and ".join(f"{child.kind} {ws.name}" for child in children if child.kind in created)
+            await self._recorder.emit(obj, type_="Normal", reason="Created", message=f"Created {made}")
         live: dict[_Child, KubeObject | None] = {}
         first: Problem | None = None
         failure: BaseException | None = None
@@ -190,16 +196,18 @@ class WebServerReconciler:
             raise failure
         return live, first
 
-    async def _sync_child(self, ws: WebServer, ws_obj: KubeObject, child: _Child) -> KubeObject:
+    async def _sync_child(self, ws: WebServer, ws_obj: KubeObject, child: _Child, created: set[str]) -> KubeObject:
+        """Create, check and repair one child; adds its kind to ``created`` when this call created it."""
         desired = child.desired(ws)
         key = (ws.namespace, ws.name)
         live = child.cache.get(key)
         if live is None and (key, child.kind) in self._not_ours:
             live = await self._read(child, ws)
         if live is None:
-            created = await self._create(ws, ws_obj, child, desired)
-            if created is not None:
-                return created
+            new = await self._create(ws, child, desired)
+            if new is not None:
+                created.add(child.kind)
+                return new
             # It exists but the cache has not seen it (ours, just created) or cannot (not our labels): read it.
             # A NotFound here (deleted since the 409) propagates and the retry creates it.
             live = await self._api.request("GET", child.resource.path(namespace=ws.namespace, name=ws.name))
@@ -217,7 +225,7 @@ class WebServerReconciler:
             return live
         return await self._repair(ws, ws_obj, child, live, difference)
 
-    async def _create(self, ws: WebServer, ws_obj: KubeObject, child: _Child, desired: KubeObject) -> KubeObject | None:
+    async def _create(self, ws: WebServer, child: _Child, desired: KubeObject) -> KubeObject | None:
         """Create the child; None when it already exists (the caller reads and checks it)."""
         try:
             created = await self._api.request("POST", child.resource.path(namespace=ws.namespace), body=desired)
@@ -233,7 +241,6 @@ class WebServerReconciler:
         log.info(
             "created %s", child.kind, extra={"namespace": ws.namespace, "object_name": ws.name, "kind": child.kind}
         )
-        await self._recorder.emit(ws_obj, type_="Normal", reason="Created", message=f"Created {child.kind} {ws.name}")
         return created
 
     async def _repair(

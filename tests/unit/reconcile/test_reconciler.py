@@ -95,6 +95,12 @@ def events(api: FakeApi) -> list[tuple[str, str]]:
     return [(e["type"], e["reason"]) for e in api.collections.get(EVENTS.path(namespace=NS), {}).values()]
 
 
+def messages(api: FakeApi) -> list[tuple[str, str, str]]:
+    return [
+        (e["type"], e["reason"], e["message"]) for e in api.collections.get(EVENTS.path(namespace=NS), {}).values()
+    ]
+
+
 def edit_spec(api: FakeApi, **spec: Any) -> None:
     """What ``kubectl patch webserver`` does: a new spec on the stored WebServer."""
     ws = api.get(WS_PATH)
@@ -125,7 +131,19 @@ async def test_creates_both_children_owned_by_the_webserver_and_reports_creating
     assert ws["status"]["observedGeneration"] == 1
     assert ws["status"]["nodePort"] == service["spec"]["ports"][0]["nodePort"]
     assert (ready(api)["status"], ready(api)["reason"]) == ("False", "RollingOut")
-    assert ("Normal", "Created") in events(api)
+    # One Event for the reconcile that created both (an Event is a write: one per child would be a third of a bulk
+    # create's writes).
+    assert messages(api) == [("Normal", "Created", f"Created Deployment {NAME} and Service {NAME}")]
+
+
+async def test_a_deleted_service_is_recreated_and_reported_alone() -> None:
+    api = with_world()
+    rec = reconciler(api)
+    await rec.reconcile(KEY)
+    api.collections[SERVICES.path(namespace=NS)].clear()  # kubectl delete service web
+    await rec.reconcile(KEY)
+    assert api.get(SERVICES.path(namespace=NS, name=NAME)) is not None
+    assert messages(api)[1:] == [("Normal", "Created", f"Created Service {NAME}")]
 
 
 async def test_converged_webserver_costs_no_writes() -> None:
