@@ -84,8 +84,17 @@ class ControllerBuilder:
 
 
 def _enqueue(controller: Controller, keys: KeyMapper) -> EventHandler:
+    """Each key an event maps to goes to the queue; ADDED events at low priority.
+
+    An ADDED event is a new object (its first reconcile can wait behind changes to objects that exist), our own create
+    seen by a child informer (the reconcile that made it already wrote the status), or the list after a start or a
+    relist. MODIFIED and DELETED are changes to something that exists: a Deployment becoming available, a deleted or
+    edited child, a spec change. Those are what users wait for, at normal priority.
+    """
+
     def handle(event_type: EventType, obj: KubeObject, old: KubeObject | None) -> None:
+        low = event_type == "ADDED"
         for key in keys(event_type, obj, old):
-            controller.enqueue(key)
+            controller.enqueue(key, low_priority=low)
 
     return handle

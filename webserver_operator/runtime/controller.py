@@ -81,18 +81,25 @@ class Controller:
         """True from the start of ``run`` until it returns; keys are only taken while running."""
         return self._running
 
-    def enqueue(self, key: ObjectKey) -> None:
-        """Ask for ``key`` to be reconciled; ignored until the controller runs (``run`` enqueues everything)."""
+    def enqueue(self, key: ObjectKey, *, low_priority: bool = False) -> None:
+        """Ask for ``key`` to be reconciled; ignored until the controller runs (``run`` enqueues everything).
+
+        ``low_priority``: after every normal key (see ``WorkQueue``).
+        """
         if self._running:
-            self.queue.add(key)
+            self.queue.add(key, low_priority=low_priority)
 
     def resync(self) -> int:
-        """Enqueue every object of the primary cache; returns how many keys were offered."""
+        """Enqueue every object of the primary cache at low priority; returns how many keys were offered.
+
+        Low, as controller-runtime queues its initial list and resyncs: a start or a periodic look at everything must
+        not delay a change that arrives meanwhile.
+        """
         if self.primary is None:
             return 0
         keys = [object_key(obj) for obj in self.primary.list()]
         for key in keys:
-            self.queue.add(key)
+            self.queue.add(key, low_priority=True)
         return len(keys)
 
     # -- lifecycle ------------------------------------------------------------------------------------------------

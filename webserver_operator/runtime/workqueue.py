@@ -7,6 +7,12 @@ Why these semantics: they are what makes a level-triggered controller correct wi
 * **One worker per key** (the ``processing`` set): a key handed out by ``get`` is not handed out again until ``done``.
   If it is added meanwhile it is only marked dirty and re-queued by ``done``, so no two workers ever reconcile the same
   object concurrently, yet the change that arrived mid-reconcile is not lost.
+* **Two priorities** (``add(key, low_priority=True)``), after controller-runtime's priority queue: keys added at low
+  priority are handed out only when no normal key is queued; within a priority, first in first out. A key queued low
+  and added again at normal priority moves up; a key added low while processing is re-queued at the priority of the
+  highest add it received meanwhile. The controller queues ADDED events low (see ``runtime.builder``): a new object's
+  first reconcile, or the initial list after a start, waits behind changes to objects that already exist, so a
+  Deployment becoming available or a deleted child is handled in milliseconds even during a bulk create of thousands.
 * **Delayed adds** (``add_after``): kept in a timer heap, one entry per key, the soonest wins. When an entry comes due
   it goes through ``add``, so it collapses into a queued or in-flight copy of the key instead of duplicating it.
 * **Per-key exponential backoff** (``add_rate_limited``/``forget``): client-go's ``ItemExponentialFailureRateLimiter``
@@ -58,7 +64,10 @@ class WorkQueue(Generic[K]):
         self._backoff = BackoffPolicy(base=base_backoff, cap=max_backoff)
         self._clock = clock
 
-        self._queue: collections.deque[K] = collections.deque()
+        self._queue: collections.deque[K] = collections.deque()  # normal priority
+        self._low_queue: collections.deque[K] = collections.deque()  # may hold stale entries; _queued is the truth
+        self._queued: set[K] = set()  # in one of the two deques, waiting for get()
+        self._low: set[K] = set()  # dirty keys whose every add since the last get() was at low priority
         self._dirty: set[K] = set()  # needs processing: queued, or to be re-queued when its worker calls done()
         self._processing: set[K] = set()
         self._added_at: dict[K, float] = {}  # first add while not yet handed out (queue-duration metric)
@@ -85,21 +94,47 @@ class WorkQueue(Generic[K]):
 
     # -- immediate adds -----------------------------------------------------------------------------------------------
 
-    def add(self, key: K) -> None:
-        """Queue ``key`` unless it is already queued; if it is being processed, re-queue it when ``done``."""
-        if self._shutting_down or key in self._dirty:
+    def add(self, key: K, *, low_priority: bool = False) -> None:
+        """Queue ``key`` unless it is already queued; if it is being processed, re-queue it when ``done``.
+
+        ``low_priority``: hand it out only when no normal-priority key waits. A normal add of a key queued low moves it
+        up.
+        """
+        if self._shutting_down:
+            return
+        if key in self._dirty:
+            if not low_priority and key in self._low:
+                self._low.discard(key)
+                if key in self._queued:
+                    self._queue.append(key)  # its entry in the low deque is now stale
+                    self._wake_one()
             return
         self._m_adds.inc()
         self._dirty.add(key)
+        if low_priority:
+            self._low.add(key)
         self._added_at[key] = self._clock()
         if key in self._processing:
             return
         self._push(key)
 
     def _push(self, key: K) -> None:
-        self._queue.append(key)
-        self._m_depth.set(len(self._queue))
+        (self._low_queue if key in self._low else self._queue).append(key)
+        self._queued.add(key)
+        self._m_depth.set(len(self._queued))
         self._wake_one()
+
+    def _pop(self) -> K | None:
+        """The next queued key, normal priority first, skipping stale low entries; ``None`` if none is queued."""
+        while self._queue:
+            key = self._queue.popleft()
+            if key in self._queued and key not in self._low:
+                return key
+        while self._low_queue:
+            key = self._low_queue.popleft()
+            if key in self._queued and key in self._low:
+                return key
+        return None
 
     def _wake_one(self) -> None:
         while self._getters:
@@ -192,9 +227,11 @@ class WorkQueue(Generic[K]):
         while True:
             if self._shutting_down:
                 return None
-            if self._queue:
-                key = self._queue.popleft()
-                self._m_depth.set(len(self._queue))
+            key = self._pop()
+            if key is not None:
+                self._queued.discard(key)
+                self._low.discard(key)
+                self._m_depth.set(len(self._queued))
                 now = self._clock()
                 self._processing.add(key)
                 self._dirty.discard(key)
@@ -209,7 +246,7 @@ class WorkQueue(Generic[K]):
                 await waiter
             except asyncio.CancelledError:
                 # Our wake-up may have been consumed by this cancelled waiter: pass it on so no key sits unclaimed.
-                if waiter.done() and not waiter.cancelled() and self._queue:
+                if waiter.done() and not waiter.cancelled() and self._queued:
                     self._wake_one()
                 raise
 
@@ -243,7 +280,7 @@ class WorkQueue(Generic[K]):
 
     def __len__(self) -> int:
         """Number of keys queued and ready (not counting keys in flight or waiting on a delay)."""
-        return len(self._queue)
+        return len(self._queued)
 
     def processing(self) -> frozenset[K]:
         return frozenset(self._processing)

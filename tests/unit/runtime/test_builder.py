@@ -74,6 +74,35 @@ async def test_for_owns_and_watches_feed_the_queue() -> None:
     assert sorted(cache.groups) == ["deployments", "services", "webservers"], "one shared informer per resource"
 
 
+async def test_added_events_wait_behind_changes_to_existing_objects() -> None:
+    """A new WebServer (or our own create seen by a child informer) waits; a Deployment's status change does not."""
+    cache = InformerCache(FakeApi(), WatchSettings())
+    reconciler = _Recorder()
+    controller = (
+        ControllerBuilder("builder-priority", cache, ControllerSettings(workers=1))
+        .for_(WEBSERVERS)
+        .owns(DEPLOYMENTS, label_selector=SELECTOR)
+        .complete(reconciler)
+    )
+    task = asyncio.create_task(controller.run())
+    await asyncio.sleep(0)
+    webservers = cache.group(WEBSERVERS).informers[0]
+    deployments = cache.group(DEPLOYMENTS, label_selector=SELECTOR).informers[0]
+    for name in ("new-1", "new-2", "new-3"):
+        webservers.on_event("ADDED", _obj(name), None)
+    deployments.on_event("ADDED", _obj("d", owner="created"), None)
+    deployments.on_event("MODIFIED", _obj("d", owner="available"), None)
+    webservers.on_event("MODIFIED", _obj("edited"), None)
+    for _ in range(100):
+        if len(reconciler.keys) == 6:
+            break
+        await asyncio.sleep(0.01)
+    await controller.stop(1.0)
+    await task
+    # All arrived before the single worker took one: changes first, then ADDED, each in arrival order.
+    assert [name for _, name in reconciler.keys] == ["available", "edited", "new-1", "new-2", "new-3", "created"]
+
+
 def test_owns_needs_for_first() -> None:
     builder = ControllerBuilder("builder-order", InformerCache(FakeApi(), WatchSettings()), ControllerSettings())
     with pytest.raises(ValueError, match="for_"):

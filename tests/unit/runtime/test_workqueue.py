@@ -237,3 +237,70 @@ async def test_queue_and_work_duration_metrics_and_unfinished_work() -> None:
     assert sample("workqueue_unfinished_work_seconds", "wq-metrics") == 0.0
     assert sample("workqueue_queue_duration_seconds_sum", "wq-metrics") == 2.0
     assert sample("workqueue_work_duration_seconds_sum", "wq-metrics") == 3.0
+
+
+C: Key = ("ns", "c")
+
+
+async def test_low_priority_keys_wait_behind_every_normal_key() -> None:
+    q: WorkQueue[Key] = WorkQueue(name="wq-low")
+    q.add(A, low_priority=True)
+    q.add(B)
+    q.add(C, low_priority=True)
+    q.add(("ns", "d"))
+    assert len(q) == 4
+    assert [await q.get() for _ in range(4)] == [B, ("ns", "d"), A, C], "normal first, then low, each in order"
+    assert len(q) == 0
+
+
+async def test_a_normal_add_moves_a_queued_low_key_up_and_it_is_handed_out_once() -> None:
+    q: WorkQueue[Key] = WorkQueue(name="wq-promote")
+    q.add(A, low_priority=True)
+    q.add(B, low_priority=True)
+    q.add(B)  # e.g. its Deployment became available: no longer waits behind the new WebServer A
+    q.add(B, low_priority=True)  # a later low add does not move it back down
+    assert len(q) == 2
+    assert await q.get() == B
+    q.done(B)
+    assert await q.get() == A
+    q.done(A)
+    assert len(q) == 0
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(q.get(), 0.05)  # the stale low entry of B is not handed out again
+    assert sample("workqueue_depth", "wq-promote") == 0
+
+
+async def test_a_key_added_while_processing_is_requeued_at_the_highest_priority_it_was_asked_for() -> None:
+    q: WorkQueue[Key] = WorkQueue(name="wq-requeue-priority")
+    q.add(A)
+    assert await q.get() == A
+    q.add(A, low_priority=True)
+    q.add(A)
+    q.add(B)
+    q.done(A)
+    q.add(C)
+    assert [await q.get() for _ in range(3)] == [B, A, C], "A came back at normal priority, in arrival order"
+
+    q.add(("ns", "x"), low_priority=True)
+    assert await q.get() == ("ns", "x")
+    q.add(("ns", "x"), low_priority=True)
+    q.add(("ns", "y"))
+    q.done(("ns", "x"))
+    assert [await q.get() for _ in range(2)] == [("ns", "y"), ("ns", "x")], "only low adds: back at low priority"
+
+
+async def test_a_low_key_re_queued_after_a_promotion_is_handed_out_once() -> None:
+    q: WorkQueue[Key] = WorkQueue(name="wq-stale")
+    q.add(A, low_priority=True)
+    q.add(A)  # promoted: a stale entry stays in the low lane
+    assert await q.get() == A
+    q.done(A)
+    q.add(A, low_priority=True)
+    q.add(B, low_priority=True)
+    handed = {await q.get() for _ in range(2)}
+    assert handed == {A, B}
+    q.done(A)
+    q.done(B)
+    assert len(q) == 0
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(q.get(), 0.05)
