@@ -145,16 +145,10 @@ class Informer:
         self.consecutive_failures = 0
         #: Resume point: the list's resourceVersion, then that of every watch event (bookmarks included).
         self.resource_version = ""
-        self._running = False
         self._path = resource.path(namespace=self.namespace)
         self._m_events = {t: metrics.WATCH_EVENTS.labels(resource=self.name, type=t) for t in _EVENT_TYPES}
 
     # -- health -------------------------------------------------------------------------------------------------------
-
-    @property
-    def alive(self) -> bool:
-        """True while ``run`` is running (it never gives up on its own)."""
-        return self._running
 
     def seconds_since_activity(self) -> float:
         return self._clock() - self.last_activity
@@ -166,20 +160,16 @@ class Informer:
 
     async def run(self) -> None:
         """List, then watch, recovering from every failure; returns only by cancellation."""
-        self._running = True
         self._touch()
         log_extra = {"informer": self.name, "namespace": self.namespace or ""}
         logger.info("informer %s starting (path %s)", self.name, self._path, extra=log_extra)
         first = True
-        try:
-            while True:
-                if not await self._list_once(relist=not first):
-                    continue
-                first = False
-                reason = await self._watch_until_relist()
-                logger.info("informer %s relisting (%s)", self.name, reason, extra=log_extra)
-        finally:
-            self._running = False
+        while True:
+            if not await self._list_once(relist=not first):
+                continue
+            first = False
+            reason = await self._watch_until_relist()
+            logger.info("informer %s relisting (%s)", self.name, reason, extra=log_extra)
 
     # -- list ---------------------------------------------------------------------------------------------------------
 

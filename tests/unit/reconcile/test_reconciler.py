@@ -96,9 +96,7 @@ def events(api: FakeApi) -> list[tuple[str, str]]:
 
 
 def messages(api: FakeApi) -> list[tuple[str, str, str]]:
-    return [
-        (e["type"], e["reason"], e["message"]) for e in api.collections.get(EVENTS.path(namespace=NS), {}).values()
-    ]
+    return [(e["type"], e["reason"], e["message"]) for e in api.collections.get(EVENTS.path(namespace=NS), {}).values()]
 
 
 def edit_spec(api: FakeApi, **spec: Any) -> None:
