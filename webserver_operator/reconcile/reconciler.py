@@ -102,6 +102,9 @@ class WebServerReconciler:
         #: Children found to be someone else's namesake: outside the label-filtered caches, so read on the next look
         #: rather than created (a create could only be refused with 409 AlreadyExists).
         self._not_ours: set[tuple[ObjectKey, str]] = set()
+        #: Our last status write per WebServer the cache may not have seen yet: the resourceVersion it replaced and
+        #: the object the API server returned (see ``_latest``).
+        self._status_written: dict[ObjectKey, tuple[str, KubeObject]] = {}
         self._deployment = _Child(
             DEPLOYMENTS, caches.deployments, desired_deployment, merge_owned_deployment, immutable_selector=True
         )
@@ -115,7 +118,7 @@ class WebServerReconciler:
         return list(self._problem_streak)
 
     async def reconcile(self, key: ObjectKey) -> Result:
-        obj = self._caches.webservers.get(key)
+        obj = self._latest(key, self._caches.webservers.get(key))
         if obj is None or (obj.get("metadata") or {}).get("deletionTimestamp"):
             # Deleted (or being deleted): the garbage collector removes the children via their ownerReferences.
             self._problem_streak.pop(key, None)
@@ -336,6 +339,23 @@ class WebServerReconciler:
         self._problem_streak[key] = streak + 1
         return Result(requeue_after=problem.recheck.delay(streak))
 
+    def _latest(self, key: ObjectKey, cached: KubeObject | None) -> KubeObject | None:
+        """The cached WebServer, or our own status write when the cache still holds the version it replaced.
+
+        A change that arrives while a key is being reconciled queues it again at once, often before the watch has
+        delivered that reconcile's own status write; from the stale copy the next status write could only be refused
+        with 409 (a GET and a second PUT). The replaced resourceVersion is compared for equality only (resourceVersions
+        are opaque): any other version in the cache, or none, means it has moved on, and the memory is dropped.
+        """
+        written = self._status_written.get(key)
+        if written is None:
+            return cached
+        replaced, result = written
+        if cached is not None and _resource_version(cached) == replaced:
+            return result
+        del self._status_written[key]
+        return cached
+
     async def _write_status(
         self,
         obj: KubeObject,
@@ -353,11 +373,13 @@ class WebServerReconciler:
         409 always propagates.
         """
         meta = obj["metadata"]
+        key = (str(meta["namespace"]), str(meta["name"]))
         path = WEBSERVERS.path(namespace=meta["namespace"], name=meta["name"], subresource="status")
         body = copy.deepcopy(obj)
         body["status"] = status
         try:
-            await self._api.request("PUT", path, body=body)
+            written = await self._api.request("PUT", path, body=body)
+            self._status_written[key] = (_resource_version(obj), written)
         except Conflict:
             if recompute is None:
                 raise
@@ -374,7 +396,8 @@ class WebServerReconciler:
                 return
             body = copy.deepcopy(fresh)
             body["status"] = redo
-            await self._api.request("PUT", path, body=body)
+            written = await self._api.request("PUT", path, body=body)
+            self._status_written[key] = (_resource_version(fresh), written)
         except NotFound:
             log.debug("WebServer deleted before its status was written", extra={"object_name": meta["name"]})
 

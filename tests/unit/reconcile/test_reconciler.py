@@ -524,3 +524,41 @@ async def test_a_recheck_of_a_foreign_namesake_reads_it_instead_of_posting_a_cre
     deployment = api.get(DEP_PATH)
     assert deployment is not None
     assert deployment["metadata"]["labels"] == child_labels(NAME), "the WebServer's own Deployment, created"
+
+
+async def test_a_change_right_after_our_status_write_is_written_from_that_write_not_a_stale_cache() -> None:
+    """The WebServer informer has not delivered our status write yet when the Deployment reports progress.
+
+    The next status write starts from the object our write returned: no 409, no extra GET, the status says what is.
+    """
+    api = with_world()
+    lagging = copy.deepcopy(api.get(WS_PATH))  # what the WebServer informer still holds after our write
+
+    class LaggingWebServers(LiveCache):
+        def get(self, key: ObjectKey, /) -> KubeObject | None:
+            return lagging
+
+    rec = reconciler(api)
+    rec._caches = Caches(
+        webservers=LaggingWebServers(api, ""),
+        deployments=rec._caches.deployments,
+        services=rec._caches.services,
+    )
+    await rec.reconcile(KEY)
+    deployment = api.get(DEP_PATH)
+    assert deployment is not None
+    deployment["status"] = {"replicas": 2, "readyReplicas": 2, "availableReplicas": 2, "updatedReplicas": 2}
+    api.put(DEPLOYMENTS.path(namespace=NS), deployment)
+    await rec.reconcile(KEY)
+    assert [c.method for c in api.calls if c.path.startswith(WS_PATH)] == ["PUT", "PUT"], "no 409, no re-read"
+    assert api.get(WS_PATH)["status"]["readyReplicas"] == 2  # type: ignore[index]
+
+    # Once the cache shows any other version, the cache is the truth again.
+    moved_on = copy.deepcopy(api.get(WS_PATH))
+    assert moved_on is not None
+    moved_on["metadata"]["labels"] = {"changed": "by someone"}
+    lagging = moved_on
+    writes = len(api.writes())
+    await rec.reconcile(KEY)
+    assert len(api.writes()) == writes
+    assert rec._latest(KEY, lagging) is lagging
