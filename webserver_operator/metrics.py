@@ -203,7 +203,8 @@ MANAGED_WEBSERVERS = Gauge(
 )
 DRIFT_REPAIRS = Counter(
     "webserver_operator_drift_repairs_total",
-    "Writes that repaired a child object (Deployment, Service) that differed from the desired state, by child kind",
+    "Writes that repaired a child object (Deployment, Service) someone else changed, or adopted an orphan, by child "
+    "kind (updates after a WebServer spec change are not counted)",
     ["kind"],
     registry=REGISTRY,
 )

@@ -249,8 +249,16 @@ class WebServerReconciler:
     async def _repair(
         self, ws: WebServer, ws_obj: KubeObject, child: _Child, live: KubeObject, difference: Difference
     ) -> KubeObject:
-        """Write the owned fields that drifted (or adopt an orphan) with one optimistic-concurrency merge patch."""
+        """Write the owned fields that differ (or adopt an orphan) with one optimistic-concurrency merge patch.
+
+        Reported as an adoption, as an update when the WebServer's spec changed since its status last said so
+        (``observedGeneration`` behind ``generation``: the user asked for it), or else as a drift repair (someone
+        changed the child): only those count in ``webserver_operator_drift_repairs_total``, so rolling out a new
+        image to every WebServer does not look like a thousand repairs.
+        """
         adopting = controller_of(live) is None
+        observed = (ws_obj.get("status") or {}).get("observedGeneration")
+        spec_changed = not adopting and observed != ws.generation
         try:
             updated = await self._api.request(
                 "PATCH",
@@ -269,9 +277,16 @@ class WebServerReconciler:
             # The API server stored nothing new (it normalised our values to what it had): not a repair.
             log.debug("no-op write to %s %s/%s", child.kind, ws.namespace, ws.name)
             return updated
-        what = "adopted orphaned" if adopting else "repaired drift in"
+        what, reason = (
+            ("adopted orphaned", "Adopted")
+            if adopting
+            else ("updated", "Updated")
+            if spec_changed
+            else ("repaired drift in", "Repaired")
+        )
         paths = difference.paths
-        metrics.DRIFT_REPAIRS.labels(kind=child.kind).inc()
+        if reason != "Updated":
+            metrics.DRIFT_REPAIRS.labels(kind=child.kind).inc()
         log.info(
             "%s %s: %s",
             what,
@@ -282,7 +297,7 @@ class WebServerReconciler:
         await self._recorder.emit(
             ws_obj,
             type_="Normal",
-            reason="Adopted" if adopting else "Repaired",
+            reason=reason,
             message=f"{what.capitalize()} {child.kind} {ws.name}: {', '.join(paths)}",
         )
         return updated

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.support.fake_api import FakeApi, status_error
+from webserver_operator import metrics
 from webserver_operator.api.models import WEBSERVERS
 from webserver_operator.builders import child_labels
 from webserver_operator.core.resources import DEPLOYMENTS, EVENTS, SERVICES
@@ -104,6 +105,7 @@ def edit_spec(api: FakeApi, **spec: Any) -> None:
     ws = api.get(WS_PATH)
     assert ws is not None
     ws["spec"].update(spec)
+    ws["metadata"]["generation"] += 1  # as the API server does on a spec change
     api.put(WEBSERVERS.path(namespace=NS), ws)
 
 
@@ -562,3 +564,31 @@ async def test_a_change_right_after_our_status_write_is_written_from_that_write_
     await rec.reconcile(KEY)
     assert len(api.writes()) == writes
     assert rec._latest(KEY, lagging) is lagging
+
+
+def drift_repairs(kind: str) -> float:
+    return metrics.REGISTRY.get_sample_value("webserver_operator_drift_repairs_total", {"kind": kind}) or 0.0
+
+
+async def test_a_spec_change_is_reported_as_an_update_and_an_edit_of_the_child_as_a_repair() -> None:
+    api = with_world()
+    rec = reconciler(api)
+    await rec.reconcile(KEY)
+    repairs = drift_repairs("Deployment")
+    edit_spec(api, image="nginx:1.28")  # kubectl patch webserver: the user asked for it
+    await rec.reconcile(KEY)
+    assert api.get(DEP_PATH)["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.28"  # type: ignore[index]
+    assert messages(api)[-1] == (
+        "Normal",
+        "Updated",
+        f"Updated Deployment {NAME}: spec.template.spec.containers[{NAME}].image",
+    )
+    assert drift_repairs("Deployment") == repairs, "a spec change is not drift"
+
+    drifted = api.get(DEP_PATH)
+    assert drifted is not None
+    drifted["spec"]["replicas"] = 9  # kubectl scale deployment: someone else changed our child
+    api.put(DEPLOYMENTS.path(namespace=NS), drifted)
+    await rec.reconcile(KEY)
+    assert messages(api)[-1][:2] == ("Normal", "Repaired")
+    assert drift_repairs("Deployment") == repairs + 1
