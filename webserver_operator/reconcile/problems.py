@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from webserver_operator.core.backoff import BackoffPolicy
 from webserver_operator.core.vocabulary import KubeObject
-from webserver_operator.kube.errors import ApiError, Forbidden, Invalid
+from webserver_operator.kube.errors import ApiError, Forbidden, Invalid, ServerError
 
 #: A problem only a person can fix is re-checked slowly (15 s doubling to 5 min): the cause may clear without any
 #: event we watch (the foreign object is deleted, a permission is granted).
@@ -71,8 +71,23 @@ def from_api_error(err: ApiError, *, kind: str, name: str, verb: str) -> Problem
     """The problem a rejected create or update of a child means, or None when retrying may help.
 
     422 Invalid: the API server rejected what the WebServer asks for (fix the spec). 403 Forbidden: missing RBAC, a
-    terminating namespace, an admission or quota denial; the API's own message names the missing permission.
+    terminating namespace, an admission or quota denial; the API's own message names the missing permission. 500
+    "range is full" on a Service create: the cluster has no free nodePort (2768 in the default range) or cluster IP.
+    The API server reports that as an internal error, but it is not a failing server and retrying soon cannot help:
+    a person frees ports or widens the range; a deleted managed Service wakes the waiting WebServers at once.
     """
+    if isinstance(err, ServerError) and kind == "Service" and "range is full" in err.message:
+        what, flag = (
+            ("nodePort", "--service-node-port-range")
+            if "nodePort" in err.message
+            else ("Service IP address", "--service-cluster-ip-range")
+        )
+        return Problem(
+            "ServiceRangeFull",
+            f"cannot create Service {name}: the API server answered {err.message!r}: the cluster has no free {what} "
+            f"left. Delete Services that are no longer needed, or ask the cluster's administrator to widen "
+            f"kube-apiserver's {flag}",
+        )
     if isinstance(err, Invalid):
         if verb == "create":
             message = f"the API server rejected {kind} {name}: {err.message}; fix the WebServer's spec"

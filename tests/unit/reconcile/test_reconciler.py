@@ -236,6 +236,27 @@ async def test_forbidden_create_becomes_a_condition_naming_the_permission() -> N
     assert result.requeue_after == 15.0
 
 
+@pytest.mark.parametrize(
+    ("answer", "names"),
+    [
+        ("Internal error occurred: failed to allocate a nodePort: range is full", "--service-node-port-range"),
+        ("Internal error occurred: failed to allocate a serviceIP: range is full", "--service-cluster-ip-range"),
+    ],
+)
+async def test_a_full_service_range_becomes_a_condition_not_a_server_failure(answer: str, names: str) -> None:
+    """Found at 5000 WebServers: 2768 NodePorts fill the default range and the API server answers 500 on the next."""
+    api = with_world()
+    api.fail("POST", "/services", status_error(500, "InternalError", method="POST", path=SVC_PATH, message=answer))
+    result = await reconciler(api).reconcile(KEY)
+    assert api.get(DEP_PATH) is not None, "the Deployment is still created"
+    assert api.get(SVC_PATH) is None
+    assert (ready(api)["status"], ready(api)["reason"]) == ("False", "ServiceRangeFull")
+    assert "range is full" in ready(api)["message"] and names in ready(api)["message"]
+    assert "check its health" not in ready(api)["message"]
+    assert ("Warning", "ServiceRangeFull") in events(api)
+    assert result.requeue_after == 15.0
+
+
 async def test_invalid_child_update_becomes_a_condition() -> None:
     api = with_world()
     rec = reconciler(api)
