@@ -3,7 +3,8 @@
 Why fresh: an API server that has already stored thousands of objects (and an etcd that has compacted them) is not
 the same server; every system is measured on a cluster created for it alone. The benchmark's cluster has its own
 name (``webserver-bench``) so it never touches the development or test cluster, the /16 Service range, enough kwok
-nodes for the pods of a rollout (each node takes 110 pods), and bench/audit-policy.yaml.
+nodes for the pods of a rollout (each node takes 110 pods), room for one NodePort per WebServer (the default range
+holds 2768: larger runs get a wider ``--service-node-port-range``), and bench/audit-policy.yaml.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ HACK = ROOT / "hack"
 CRD = ROOT / "config" / "crd" / "bases" / "web.webserver-operator.dev_webservers.yaml"
 CLUSTER_NAME = "webserver-bench"
 MAX_NODES = 50
+DEFAULT_NODE_PORTS = 2768  # kube-apiserver's default --service-node-port-range, 30000-32767
 
 
 class ClusterError(RuntimeError):
@@ -34,6 +36,13 @@ def nodes_for(n: int, replicas: int) -> int:
     return max(1, min(MAX_NODES, math.ceil(pods / 100)))
 
 
+def node_port_range_for(n: int) -> str | None:
+    """A ``--service-node-port-range`` with room for ``n`` NodePort Services and slack; None if the default has it."""
+    if n + 100 <= DEFAULT_NODE_PORTS:
+        return None
+    return f"30000-{30000 + n + 1000 - 1}"
+
+
 def tools_bin() -> Path:
     out = subprocess.run([str(HACK / "tools.sh"), "bindir"], check=True, capture_output=True, text=True)
     return Path(out.stdout.strip())
@@ -43,6 +52,7 @@ def tools_bin() -> Path:
 class BenchCluster:
     nodes: int
     name: str = CLUSTER_NAME
+    node_port_range: str | None = None
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -51,6 +61,9 @@ class BenchCluster:
             NODES=str(self.nodes),
             AUDIT_POLICY=str(ROOT / "bench" / "audit-policy.yaml"),
         )
+        env.pop("NODE_PORT_RANGE", None)
+        if self.node_port_range is not None:
+            env["NODE_PORT_RANGE"] = self.node_port_range
         return env
 
     def _hack(self, *args: str, timeout: float = 600) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.audit import AuditLog
-from bench.cluster import BenchCluster, nodes_for
+from bench.cluster import BenchCluster, node_port_range_for, nodes_for
 from bench.kubeapi import Api, load_endpoint
 from bench.progress import say
 from bench.raw import raw_run
@@ -57,7 +57,7 @@ def machine() -> Result:
 
 async def one_run(system: str, config: Config, *, label: str, log_dir: Path, concurrency: int = 0) -> Result:
     """Fresh cluster, one system, all its scenarios; the cluster is deleted afterwards."""
-    cluster = BenchCluster(nodes=nodes_for(config.n, config.replicas))
+    cluster = BenchCluster(nodes=nodes_for(config.n, config.replicas), node_port_range=node_port_range_for(config.n))
     say(f"{label}: fresh cluster with {cluster.nodes} kwok node(s)")
     started = time.time()
     result: Result = {"system": system, "n": config.n, "replicas": config.replicas, "loadavg_before": loadavg()}

@@ -7,7 +7,9 @@
 #
 # Environment: NODES (kwok nodes, default 1; each advertises 110 pods), CLUSTER_NAME, KWOK_WORKDIR, AUDIT_POLICY (an
 # audit policy file instead of hack/audit-policy.yaml, applied when the cluster is created), NODE_READY_TIMEOUT
-# (seconds to wait for every node to be Ready, default 60 + 2 per node).
+# (seconds to wait for every node to be Ready, default 60 + 2 per node), NODE_PORT_RANGE (kube-apiserver's
+# --service-node-port-range for a new cluster, e.g. 30000-35999 for the benchmark's 5000 NodePort Services; default
+# Kubernetes' own 30000-32767, which the tests and the CRD's nodePort bounds assume).
 #
 # State lives outside the repository (KWOK_WORKDIR under the tools cache), so clones share one cluster and
 # `git clean` never strands running processes. `up` is idempotent: it reuses a healthy cluster and wipes a stale one
@@ -92,6 +94,26 @@ nodes_ready() {
   ((ready >= $1))
 }
 
+# The kwokctl configuration for a new cluster: hack/kwokctl.yaml, plus --service-node-port-range when NODE_PORT_RANGE
+# is set (written next to the cluster's state, never into the repository).
+kwokctl_config() {
+  local base="${ROOT}/hack/kwokctl.yaml"
+  if [[ -z "${NODE_PORT_RANGE:-}" ]]; then
+    echo "${base}"
+    return
+  fi
+  [[ "${NODE_PORT_RANGE}" =~ ^[0-9]+-[0-9]+$ ]] || die "NODE_PORT_RANGE=${NODE_PORT_RANGE}: expected <first>-<last>, e.g. 30000-35999"
+  local out="${KWOK_WORKDIR}/kwokctl-${CLUSTER_NAME}.yaml"
+  awk -v range="${NODE_PORT_RANGE}" '
+    { print }
+    /^  - name: kube-apiserver$/ { api = 1; next }
+    api && /^    extraArgs:$/ { print "      - key: service-node-port-range"; print "        value: " range; api = 0 }
+  ' "${base}" >"${out}"
+  grep -q "value: ${NODE_PORT_RANGE}\$" "${out}" ||
+    die "could not add service-node-port-range to ${out}: the kube-apiserver section of ${base} no longer has extraArgs"
+  echo "${out}"
+}
+
 cmd_up() {
   use_tools
   mkdir -p "${KWOK_WORKDIR}"
@@ -103,11 +125,13 @@ cmd_up() {
       log "found a stale cluster ${CLUSTER_NAME} (not answering); removing it"
       cmd_down
     fi
-    log "creating cluster ${CLUSTER_NAME} (binary runtime, Kubernetes $("${BIN}/kube-apiserver" --version | awk '{print $2}'))"
+    local config
+    config="$(kwokctl_config)"
+    log "creating cluster ${CLUSTER_NAME} (binary runtime, Kubernetes $("${BIN}/kube-apiserver" --version | awk '{print $2}')${NODE_PORT_RANGE:+, nodePorts ${NODE_PORT_RANGE}})"
     if ! kwokctl create cluster \
       --name "${CLUSTER_NAME}" \
       --runtime binary \
-      --config "${ROOT}/hack/kwokctl.yaml" \
+      --config "${config}" \
       --kubeconfig "" \
       --etcd-binary "${BIN}/etcd" \
       --kube-apiserver-binary "${BIN}/kube-apiserver" \
