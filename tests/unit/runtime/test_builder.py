@@ -13,6 +13,7 @@ from webserver_operator.core.resources import DEPLOYMENTS, SERVICES
 from webserver_operator.core.settings import ControllerSettings, WatchSettings
 from webserver_operator.runtime.builder import ControllerBuilder
 from webserver_operator.runtime.cache import InformerCache
+from webserver_operator.runtime.controller import Controller
 from webserver_operator.runtime.enqueue import keys_on_delete
 from webserver_operator.runtime.result import Result
 
@@ -43,14 +44,27 @@ def _obj(name: str, *, owner: str | None = None, labels: dict[str, str] | None =
     return {"metadata": meta}
 
 
-async def test_for_owns_and_watches_feed_the_queue() -> None:
+def _webservers_owning_deployments(name: str, *, workers: int) -> tuple[InformerCache, ControllerBuilder]:
     cache = InformerCache(FakeApi(), WatchSettings())
+    builder = ControllerBuilder(name, cache, ControllerSettings(workers=workers)).for_(WEBSERVERS)
+    return cache, builder.owns(DEPLOYMENTS, label_selector=SELECTOR)
+
+
+async def _reconciled(controller: Controller, reconciler: _Recorder, count: int) -> list[tuple[str, str]]:
+    """Let the running controller reconcile ``count`` keys (1 s at most), stop it and return them in order."""
+    for _ in range(100):
+        if len(reconciler.keys) == count:
+            break
+        await asyncio.sleep(0.01)
+    await controller.stop(1.0)
+    return reconciler.keys
+
+
+async def test_for_owns_and_watches_feed_the_queue() -> None:
+    cache, builder = _webservers_owning_deployments("builder-test", workers=2)
     reconciler = _Recorder()
     controller = (
-        ControllerBuilder("builder-test", cache, ControllerSettings(workers=2))
-        .for_(WEBSERVERS)
-        .owns(DEPLOYMENTS, label_selector=SELECTOR)
-        .owns(SERVICES, label_selector=SELECTOR)
+        builder.owns(SERVICES, label_selector=SELECTOR)
         .watches(SERVICES, keys_on_delete(lambda: [("ns", "waiting")]), label_selector=SELECTOR)
         .complete(reconciler)
     )
@@ -64,26 +78,17 @@ async def test_for_owns_and_watches_feed_the_queue() -> None:
     deployments.on_event("MODIFIED", _obj("d", owner="owner"), None)
     services.on_event("ADDED", _obj("s", labels={"app.kubernetes.io/instance": "adopt-me"}), None)
     services.on_event("DELETED", _obj("s", owner="owner"), None)
-    for _ in range(100):
-        if len(reconciler.keys) == 4:
-            break
-        await asyncio.sleep(0.01)
-    await controller.stop(1.0)
+    keys = await _reconciled(controller, reconciler, 4)
     await task
-    assert sorted(reconciler.keys) == [("ns", "adopt-me"), ("ns", "owner"), ("ns", "primary"), ("ns", "waiting")]
+    assert sorted(keys) == [("ns", "adopt-me"), ("ns", "owner"), ("ns", "primary"), ("ns", "waiting")]
     assert sorted(cache.groups) == ["deployments", "services", "webservers"], "one shared informer per resource"
 
 
 async def test_added_events_wait_behind_changes_to_existing_objects() -> None:
     """A new WebServer (or our own create seen by a child informer) waits; a Deployment's status change does not."""
-    cache = InformerCache(FakeApi(), WatchSettings())
+    cache, builder = _webservers_owning_deployments("builder-priority", workers=1)
     reconciler = _Recorder()
-    controller = (
-        ControllerBuilder("builder-priority", cache, ControllerSettings(workers=1))
-        .for_(WEBSERVERS)
-        .owns(DEPLOYMENTS, label_selector=SELECTOR)
-        .complete(reconciler)
-    )
+    controller = builder.complete(reconciler)
     task = asyncio.create_task(controller.run())
     await asyncio.sleep(0)
     webservers = cache.group(WEBSERVERS).informers[0]
@@ -93,14 +98,10 @@ async def test_added_events_wait_behind_changes_to_existing_objects() -> None:
     deployments.on_event("ADDED", _obj("d", owner="created"), None)
     deployments.on_event("MODIFIED", _obj("d", owner="available"), None)
     webservers.on_event("MODIFIED", _obj("edited"), None)
-    for _ in range(100):
-        if len(reconciler.keys) == 6:
-            break
-        await asyncio.sleep(0.01)
-    await controller.stop(1.0)
+    keys = await _reconciled(controller, reconciler, 6)
     await task
     # All arrived before the single worker took one: changes first, then ADDED, each in arrival order.
-    assert [name for _, name in reconciler.keys] == ["available", "edited", "new-1", "new-2", "new-3", "created"]
+    assert [name for _, name in keys] == ["available", "edited", "new-1", "new-2", "new-3", "created"]
 
 
 def test_owns_needs_for_first() -> None:
