@@ -393,8 +393,7 @@ class WebServerReconciler:
         body = copy.deepcopy(obj)
         body["status"] = status
         try:
-            written = await self._api.request("PUT", path, body=body)
-            self._status_written[key] = (_resource_version(obj), written)
+            await self._put_status(key, path, body)
         except Conflict:
             if recompute is None:
                 raise
@@ -411,10 +410,14 @@ class WebServerReconciler:
                 return
             body = copy.deepcopy(fresh)
             body["status"] = redo
-            written = await self._api.request("PUT", path, body=body)
-            self._status_written[key] = (_resource_version(fresh), written)
+            await self._put_status(key, path, body)
         except NotFound:
             log.debug("WebServer deleted before its status was written", extra={"object_name": meta["name"]})
+
+    async def _put_status(self, key: ObjectKey, path: str, body: KubeObject) -> None:
+        """PUT ``body`` to the status subresource and remember what it returned and which version it replaced."""
+        written = await self._api.request("PUT", path, body=body)
+        self._status_written[key] = (_resource_version(body), written)
 
     async def _fresh_webserver(self, obj: KubeObject) -> KubeObject | None:
         meta = obj["metadata"]
