@@ -13,6 +13,7 @@ Settings rows run ``webserver-operator run`` with the bad setting: exit code 2, 
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import os
 import subprocess
@@ -34,6 +35,8 @@ from tests.support.bad_input import CASES, SETTINGS, Case, SettingCase
 from tests.support.cluster import HACK, Cluster, wait_until
 from tests.support.operator import OperatorProcess
 from tests.support.webservers import condition, free_node_port, wait_condition, wait_ready
+from webserver_operator.api.crd import CRD_NAME
+from webserver_operator.api.models import BASELINE_RULE_MARKER
 
 QUIET_WINDOW = 20.0
 MAX_REQUESTS_PER_ROW = int(QUIET_WINDOW / 2)
@@ -105,6 +108,51 @@ def world(cluster: Cluster, crd: str, tmp_path_factory: pytest.TempPathFactory) 
 
 def _create(cluster: Cluster, manifest: dict[str, Any], namespace: str) -> subprocess.CompletedProcess[str]:
     return cluster.kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(manifest), check=False)
+
+
+def _without_baseline_rules(crd: dict[str, Any]) -> dict[str, Any]:
+    """``crd`` as it was before it refused capabilities and seccomp profiles beyond the Pod Security baseline."""
+    older = copy.deepcopy(crd)
+    for version in older["spec"]["versions"]:
+        context = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["securityContext"]
+        rules = context.pop("x-kubernetes-validations", [])
+        kept = [rule for rule in rules if BASELINE_RULE_MARKER not in rule["message"]]
+        assert len(kept) < len(rules), "the CRD has no Pod Security baseline rule to take away"
+        if kept:
+            context["x-kubernetes-validations"] = kept
+    return older
+
+
+def _create_as_stored_before_the_crd(
+    cluster: Cluster, manifest: dict[str, Any], namespace: str
+) -> subprocess.CompletedProcess[str]:
+    """Create ``manifest`` under the older CRD, then put the current CRD back (as an upgrade of the CRD would)."""
+    current = cluster.get_json("crd", CRD_NAME)
+    for key in ("resourceVersion", "managedFields", "generation", "creationTimestamp", "uid"):
+        current["metadata"].pop(key, None)
+    current.pop("status", None)
+    cluster.kubectl("replace", "-f", "-", input=json.dumps(_without_baseline_rules(current)))
+
+    def admitted() -> subprocess.CompletedProcess[str] | None:
+        result = _create(cluster, manifest, namespace)
+        return result if result.returncode == 0 else None
+
+    try:
+        # The API server picks up a CRD change asynchronously: retry until the older schema admits the object.
+        return wait_until(
+            admitted,
+            timeout=30,
+            message="the API server to admit the WebServer under the CRD without the baseline rules",
+        )
+    finally:
+        cluster.kubectl("replace", "-f", "-", input=json.dumps(current))
+        hostile = {**manifest, "metadata": {"name": "probe"}}
+        probe = ("create", "--dry-run=server", "-n", namespace, "-f", "-")
+        wait_until(
+            lambda: cluster.kubectl(*probe, input=json.dumps(hostile), check=False).returncode != 0,
+            timeout=30,
+            message="the API server to enforce the restored CRD's baseline rules again",
+        )
 
 
 def _foreign(cluster: Cluster, action: str, namespace: str) -> None:
@@ -202,11 +250,17 @@ def test_webserver_row(world: World, case: Case) -> None:
         manifest["spec"]["nodePort"] = taken
     if case.action == "finalizer-delete":
         manifest["metadata"]["finalizers"] = ["example.com/hold"]
-    created = _create(cluster, manifest, ns)
+    if case.action == "stored-before-crd":
+        created = _create_as_stored_before_the_crd(cluster, manifest, ns)
+    else:
+        created = _create(cluster, manifest, ns)
     assert created.returncode == 0, created.stderr
     if case.outcome == "condition" and case.action != "nodeport-changed-to-taken":
         cond = wait_condition(cluster, ns, "web", status=case.status, reason=case.reason, timeout=60)
         assert case.message in cond["message"], f"{case.id}: expected {case.message!r} in {cond['message']!r}"
+        if case.action == "stored-before-crd":
+            assert cluster.get_or_none("deployment", "web", namespace=ns) is None, "a Deployment beyond baseline"
+            assert cluster.get_or_none("service", "web", namespace=ns) is None
         world.settled.append(ns)
         return
     wait_ready(cluster, ns, "web", timeout=90)
@@ -229,6 +283,10 @@ def test_webserver_row(world: World, case: Case) -> None:
         assert status.get("nodePort") == before, f"the Service still serves on {before}; status says {status}"
     elif case.action == "delete-pods-quiet":
         _delete_pods_quietly(world, ns)
+    elif case.action == "baseline-capability":
+        deployment = cluster.get_json("deployment", "web", namespace=ns)
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        assert container["securityContext"]["capabilities"] == {"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]}
     elif case.action == "fake-status":
         fake = {
             "status": {

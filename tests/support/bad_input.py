@@ -215,6 +215,35 @@ CASES: tuple[Case, ...] = (
         'strict decoding error: unknown field "spec.foo"',
         ws(image="nginx", foo="bar"),
     ),
+    Case(
+        "cap-all",
+        "capabilities.add [ALL] (root on the node in a namespace without a Pod Security label)",
+        "rejected",
+        "spec.securityContext.capabilities.add: Forbidden: may only add capabilities the Pod Security baseline level "
+        "allows",
+        ws(image="nginx", securityContext={"capabilities": {"add": ["ALL"]}}),
+    ),
+    Case(
+        "cap-sys-admin",
+        "capabilities.add [NET_BIND_SERVICE, SYS_ADMIN]",
+        "rejected",
+        "a WebServer cannot give its pods more than baseline; remove SYS_ADMIN",
+        ws(image="nginx", securityContext={"capabilities": {"add": ["NET_BIND_SERVICE", "SYS_ADMIN"]}}),
+    ),
+    Case(
+        "cap-sys-module",
+        "capabilities.add [SYS_MODULE]",
+        "rejected",
+        "a WebServer cannot give its pods more than baseline; remove SYS_MODULE",
+        ws(image="nginx", securityContext={"capabilities": {"add": ["SYS_MODULE"]}}),
+    ),
+    Case(
+        "seccomp-unconfined",
+        "seccompProfile.type Unconfined",
+        "rejected",
+        "spec.securityContext.seccompProfile.type: Forbidden: Unconfined is beyond the Pod Security baseline level",
+        ws(image="nginx", securityContext={"seccompProfile": {"type": "Unconfined"}}),
+    ),
     Case("no-spec", "no spec at all", "rejected", "spec: Required value", ws(spec=None)),
     Case("string-spec", 'spec: "hello"', "rejected", "spec in body must be of type object", ws(spec="hello")),
     Case(
@@ -341,6 +370,25 @@ CASES: tuple[Case, ...] = (
         status="False",
     ),
     Case(
+        "cap-stored-before-crd",
+        "capabilities.add [SYS_ADMIN] stored before the CRD refused it",
+        "condition",
+        'the WebServer asks for pods beyond the Pod Security baseline level: non-default capabilities (container "web" '
+        'must not include "SYS_ADMIN" in securityContext.capabilities.add). Nothing was written to its Deployment',
+        ws(image="nginx", securityContext={"capabilities": {"add": ["SYS_ADMIN"]}}),
+        action="stored-before-crd",
+        reason="ExceedsPodSecurityBaseline",
+        status="False",
+    ),
+    Case(
+        "cap-net-bind-service",
+        "capabilities.add [NET_BIND_SERVICE] (within baseline)",
+        "ready",
+        "the Deployment's container adds NET_BIND_SERVICE",
+        ws(image="nginx", securityContext={"capabilities": {"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]}}),
+        action="baseline-capability",
+    ),
+    Case(
         "tiny-quantity",
         "cpu request 0.5n (the API server stores 1n in the Deployment)",
         "ready",
@@ -396,6 +444,13 @@ SETTINGS: tuple[SettingCase, ...] = (
         env=(("WEBSERVER_OPERATOR_WORKERS", "0"),),
         message="invalid setting workers (--workers / WEBSERVER_OPERATOR_WORKERS): Input should be greater "
         "than or equal to 1",
+    ),
+    SettingCase(
+        "pod-security-level",
+        "--pod-security-level=restricted (not a level the operator offers)",
+        ("--pod-security-level=restricted",),
+        message="invalid setting pod_security_level (--pod-security-level / WEBSERVER_OPERATOR_POD_SECURITY_LEVEL): "
+        "Input should be 'baseline' or 'privileged'",
     ),
     SettingCase(
         "lease-shorter-than-renew",

@@ -237,6 +237,24 @@ def test_metrics_disabled_removes_the_service_and_port() -> None:
     assert [p["name"] for p in manager["ports"]] == ["health"]
 
 
+def _security_context_rules(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    (crd,) = find(docs, "CustomResourceDefinition", CRD_NAME)
+    (version,) = crd["spec"]["versions"]
+    context = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["securityContext"]
+    rules: list[dict[str, Any]] = context.get("x-kubernetes-validations", [])
+    return rules
+
+
+def test_webservers_stay_within_baseline_unless_the_installation_opts_in() -> None:
+    default = render()
+    assert {r["fieldPath"] for r in _security_context_rules(default)} == {".capabilities.add", ".seccompProfile.type"}
+    assert not flag_values_of(manager_of(default)["args"], "--pod-security-level")
+
+    privileged = render("--set", "webServerPodSecurityLevel=privileged")
+    assert _security_context_rules(privileged) == []
+    assert flag_values_of(manager_of(privileged)["args"], "--pod-security-level") == ["privileged"]
+
+
 def test_more_replicas_need_leader_election() -> None:
     result = helm_template("--set", "replicaCount=2,leaderElection.enabled=false", check=False)
     assert result.returncode != 0
@@ -322,6 +340,7 @@ def test_schema_rejects_unknown_keys(setting: str) -> None:
         "image.digest=latest",
         "workers=0",
         "metrics.port=70000",
+        "webServerPodSecurityLevel=restricted",
     ],
 )
 def test_schema_rejects_bad_values(setting: str) -> None:

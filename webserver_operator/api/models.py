@@ -18,9 +18,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
+from webserver_operator.core.podsecurity import BASELINE_CAPABILITIES
 from webserver_operator.core.resources import Resource
 
 GROUP = "web.webserver-operator.dev"
@@ -159,7 +160,13 @@ class Capabilities(_Model):
     """Linux capabilities to add to or drop from the container's defaults."""
 
     add: list[Capability] | None = Field(
-        default=None, max_length=64, description="Capabilities to add, e.g. [NET_BIND_SERVICE]."
+        default=None,
+        max_length=64,
+        description=(
+            "Capabilities to add, e.g. [NET_BIND_SERVICE]; only those the Pod Security baseline level allows: "
+            + ", ".join(BASELINE_CAPABILITIES)
+            + "."
+        ),
     )
     drop: list[Capability] | None = Field(
         default=None,
@@ -172,7 +179,10 @@ class SeccompProfile(_Model):
     """The seccomp profile of the container."""
 
     type: Literal["RuntimeDefault", "Localhost", "Unconfined"] = Field(
-        description="RuntimeDefault (required by the restricted level unless Localhost), Localhost or Unconfined."
+        description=(
+            "RuntimeDefault (required by the restricted level unless Localhost) or Localhost; Unconfined is beyond the "
+            "baseline level and refused unless the operator's installation allows privileged WebServers."
+        )
     )
     localhost_profile: str | None = Field(
         default=None,
@@ -181,11 +191,50 @@ class SeccompProfile(_Model):
     )
 
 
-class SecurityContext(_Model):
-    """Security settings of the web server container; everything needed to pass the restricted Pod Security level.
+_BASELINE_LIST = "[" + ", ".join(f"'{c}'" for c in BASELINE_CAPABILITIES) + "]"
+BASELINE_RULE_MARKER = "Pod Security baseline level"
+"""Every CEL rule that keeps a WebServer's pods within baseline says this in its message: the chart drops exactly
+these rules when an installation opts into ``podSecurityLevel: privileged``, and the tests find them by it."""
 
-    ``privileged`` is deliberately not offered: a web server never needs it.
+POD_SECURITY_RULES: list[JsonValue] = [
+    {
+        "rule": f"!has(self.capabilities) || !has(self.capabilities.add) || self.capabilities.add.all(c, c in "
+        f"{_BASELINE_LIST})",
+        "message": (
+            f"may only add capabilities the {BASELINE_RULE_MARKER} allows ({', '.join(BASELINE_CAPABILITIES)}): "
+            "a WebServer cannot give its pods more than baseline; remove the others (ALL, SYS_ADMIN, NET_ADMIN...)"
+        ),
+        "messageExpression": (
+            f"'may only add capabilities the {BASELINE_RULE_MARKER} allows ({', '.join(BASELINE_CAPABILITIES)}): "
+            "a WebServer cannot give its pods more than baseline; remove ' + "
+            f"self.capabilities.add.filter(c, !(c in {_BASELINE_LIST})).join(', ')"
+        ),
+        "fieldPath": ".capabilities.add",
+        "reason": "FieldValueForbidden",
+    },
+    {
+        "rule": "!has(self.seccompProfile) || self.seccompProfile.type != 'Unconfined'",
+        "message": (
+            f"Unconfined is beyond the {BASELINE_RULE_MARKER}: a WebServer's pods keep a seccomp profile; use "
+            "RuntimeDefault or Localhost, or leave seccompProfile out"
+        ),
+        "fieldPath": ".seccompProfile.type",
+        "reason": "FieldValueForbidden",
+    },
+]
+"""CEL rules on ``spec.securityContext``: the admission half of the tenant boundary (``core.podsecurity`` is the
+reconciler's half, from the same capability list)."""
+
+
+class SecurityContext(_Model):
+    """Security settings of the web server container, within the Pod Security baseline level.
+
+    ``privileged`` is deliberately not offered: a web server never needs it. Capabilities beyond baseline's list and
+    an ``Unconfined`` seccomp profile are refused at admission (``POD_SECURITY_RULES``) and by the reconciler, unless
+    the installation opts in.
     """
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": POD_SECURITY_RULES})
 
     run_as_non_root: bool | None = Field(
         default=None, description="Refuse to start the container as root (the image must set a numeric non-root USER)."

@@ -19,6 +19,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import NoDecode
 
+from webserver_operator.core.podsecurity import PodSecurityLevel
+
 _BIND_RE = re.compile(r"^(?P<host>\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):(?P<port>\d{1,5})$")
 _NAMESPACE_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
@@ -119,6 +121,12 @@ class ControllerSettings(_Section):
         ge=0,
         description="Seconds in-flight reconciles may take to finish on shutdown (keep it below the pod's "
         "terminationGracePeriodSeconds minus 10: the Lease release comes after it).",
+    )
+    pod_security_level: PodSecurityLevel = Field(
+        default="baseline",
+        description="How far a WebServer's pods may go: baseline (capabilities beyond the Pod Security baseline "
+        "level's list, an Unconfined seccomp profile and anything else baseline forbids are refused) or privileged "
+        "(accepted: a risk, every WebServer editor can then ask for privileged pods; see docs/security.md).",
     )
 
 

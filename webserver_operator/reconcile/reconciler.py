@@ -42,6 +42,7 @@ from webserver_operator.builders import (
     desired_service,
 )
 from webserver_operator.core.jsondiff import Difference, compare
+from webserver_operator.core.podsecurity import PodSecurityLevel, baseline_violations
 from webserver_operator.core.resources import DEPLOYMENTS, SERVICES, Resource
 from webserver_operator.core.vocabulary import (
     MERGE_PATCH,
@@ -92,9 +93,11 @@ class WebServerReconciler:
         api: ApiRequests,
         caches: Caches,
         recorder: EventRecorder,
+        pod_security: PodSecurityLevel = "baseline",
         clock: Callable[[], datetime] = lambda: datetime.now(tz=UTC),
     ) -> None:
         self._api = api
+        self._pod_security = pod_security
         self._caches = caches
         self._recorder = recorder
         self._clock = clock
@@ -127,9 +130,31 @@ class WebServerReconciler:
         try:
             ws = WebServer.model_validate(obj)
         except ValidationError as err:
-            return await self._report_invalid_spec(obj, err)
+            details = "; ".join(f"spec.{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}" for e in err.errors())
+            return await self._refuse_spec(
+                obj,
+                reason="InvalidSpec",
+                details=details,
+                message=f"the WebServer's spec is invalid: {details}. Fix the spec (`kubectl explain webserver.spec` "
+                "lists the fields); the CRD may be older than the operator: upgrade it with `kubectl apply "
+                "--server-side`",
+            )
+        desired = {child: child.desired(ws) for child in (self._deployment, self._service)}
+        beyond = self._beyond_pod_security(desired[self._deployment])
+        if beyond:
+            details = "; ".join(beyond)
+            return await self._refuse_spec(
+                obj,
+                reason="ExceedsPodSecurityBaseline",
+                details=details,
+                message=f"the WebServer asks for pods beyond the Pod Security baseline level: {details}. Nothing was "
+                "written to its Deployment. Remove that from spec.securityContext (the CRD refuses it since the "
+                "operator's upgrade; this WebServer was stored before), or have the cluster admin allow privileged "
+                "WebServers (--pod-security-level=privileged, chart value webServerPodSecurityLevel: a risk, see "
+                "docs/security.md)",
+            )
 
-        live, problem = await self._sync_children(ws, obj)
+        live, problem = await self._sync_children(ws, obj, desired)
 
         def status_of(current: WebServer) -> dict[str, Any]:
             return compute_status(
@@ -147,8 +172,14 @@ class WebServerReconciler:
 
     # -- children ---------------------------------------------------------------------------------------------------
 
+    def _beyond_pod_security(self, deployment: KubeObject) -> list[str]:
+        """What the desired pod template has beyond the allowed Pod Security level (nothing at ``privileged``)."""
+        if self._pod_security == "privileged":
+            return []
+        return baseline_violations(deployment["spec"]["template"]["spec"])
+
     async def _sync_children(
-        self, ws: WebServer, obj: KubeObject
+        self, ws: WebServer, obj: KubeObject, desired: dict[_Child, KubeObject]
     ) -> tuple[dict[_Child, KubeObject | None], Problem | None]:
         """Sync every child, concurrently (they are independent: one round trip instead of two on a create).
 
@@ -160,7 +191,8 @@ class WebServerReconciler:
         children = (self._deployment, self._service)
         created: set[str] = set()
         outcomes = await asyncio.gather(
-            *(self._sync_child(ws, obj, child, created) for child in children), return_exceptions=True
+            *(self._sync_child(ws, obj, child, desired[child], created) for child in children),
+            return_exceptions=True,
         )
         if created:
             made = " and ".join(f"{child.kind} {ws.name}" for child in children if child.kind in created)
@@ -199,9 +231,10 @@ class WebServerReconciler:
             raise failure
         return live, first
 
-    async def _sync_child(self, ws: WebServer, ws_obj: KubeObject, child: _Child, created: set[str]) -> KubeObject:
+    async def _sync_child(
+        self, ws: WebServer, ws_obj: KubeObject, child: _Child, desired: KubeObject, created: set[str]
+    ) -> KubeObject:
         """Create, check and repair one child; adds its kind to ``created`` when this call created it."""
-        desired = child.desired(ws)
         key = (ws.namespace, ws.name)
         live = child.cache.get(key)
         if live is None and (key, child.kind) in self._not_ours:
@@ -426,13 +459,11 @@ class WebServerReconciler:
         except NotFound:
             return None
 
-    async def _report_invalid_spec(self, obj: KubeObject, err: ValidationError) -> Result:
-        """The API server accepted something our models reject (e.g. an older CRD): report, do not touch children."""
-        details = "; ".join(f"spec.{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}" for e in err.errors())
-        message = (
-            f"the WebServer's spec is invalid: {details}. Fix the spec (`kubectl explain webserver.spec` lists the "
-            "fields); the CRD may be older than the operator: upgrade it with `kubectl apply --server-side`"
-        )
+    async def _refuse_spec(self, obj: KubeObject, *, reason: str, details: str, message: str) -> Result:
+        """The API server accepted a spec the operator will not act on (e.g. stored under an older CRD).
+
+        Stalled with ``reason`` and a Warning, once per generation; nothing is written to the children.
+        """
         meta = obj.get("metadata") or {}
         generation = int(meta.get("generation") or 0)
         old_status = obj.get("status") or {}
@@ -440,7 +471,7 @@ class WebServerReconciler:
         status["observedGeneration"] = generation
         status["conditions"] = with_kstatus_conditions(
             list(old_status.get("conditions") or []),
-            {"type": READY, "status": "False", "reason": "InvalidSpec", "message": message},
+            {"type": READY, "status": "False", "reason": reason, "message": message},
             stalled=True,
             generation=generation,
             now=self._clock(),
@@ -448,10 +479,11 @@ class WebServerReconciler:
         if status_changed(old_status or None, status):
             await self._write_status(obj, status)
         await self._recorder.emit(
-            obj, type_="Warning", reason="InvalidSpec", message=message, once_key=f"invalid/{generation}"
+            obj, type_="Warning", reason=reason, message=message, once_key=f"{reason}/{generation}"
         )
         log.warning(
-            "invalid WebServer spec: %s",
+            "refused WebServer spec (%s): %s",
+            reason,
             details,
             extra={"namespace": meta.get("namespace"), "object_name": meta.get("name")},
         )

@@ -68,7 +68,9 @@ def setup_webserver_controller(cache: InformerCache, *, api: ApiRequests, settin
         services=cache.group(SERVICES, label_selector=CHILD_LABEL_SELECTOR),
     )
     recorder = EventRecorder(api)
-    reconciler = WebServerReconciler(api=api, caches=caches, recorder=recorder)
+    reconciler = WebServerReconciler(
+        api=api, caches=caches, recorder=recorder, pod_security=settings.pod_security_level
+    )
 
     def bookkeeping(event_type: EventType, obj: KubeObject, _old: KubeObject | None) -> None:
         if event_type == "DELETED":

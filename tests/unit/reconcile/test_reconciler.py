@@ -16,6 +16,7 @@ from tests.support.fake_api import FakeApi, status_error
 from webserver_operator import metrics
 from webserver_operator.api.models import WEBSERVERS
 from webserver_operator.builders import child_labels
+from webserver_operator.core.podsecurity import PodSecurityLevel
 from webserver_operator.core.resources import DEPLOYMENTS, EVENTS, SERVICES
 from webserver_operator.core.vocabulary import KubeObject, KubeObjects, ObjectKey
 from webserver_operator.kube.errors import Conflict, ServerError
@@ -70,7 +71,9 @@ def webserver(**spec: Any) -> dict[str, Any]:
     }
 
 
-def reconciler(api: FakeApi, *, stale: bool = False, labelled: bool = False) -> WebServerReconciler:
+def reconciler(
+    api: FakeApi, *, stale: bool = False, labelled: bool = False, pod_security: PodSecurityLevel = "baseline"
+) -> WebServerReconciler:
     child_cache = StaleCache if stale else LabelledCache if labelled else LiveCache
     return WebServerReconciler(
         api=api,
@@ -80,6 +83,7 @@ def reconciler(api: FakeApi, *, stale: bool = False, labelled: bool = False) -> 
             services=child_cache(api, SERVICES.path(namespace=NS)),
         ),
         recorder=EventRecorder(api, instance="test", background=False),
+        pod_security=pod_security,
         clock=lambda: datetime(2026, 11, 23, tzinfo=UTC),
     )
 
@@ -526,6 +530,57 @@ async def test_security_context_is_enforced_while_set_and_left_to_others_when_no
     api.put(DEPLOYMENTS.path(namespace=NS), hardened)  # e.g. an admission webhook that hardens every pod
     await rec.reconcile(KEY)
     assert container()["securityContext"] == {"readOnlyRootFilesystem": True}
+
+
+HOSTILE_CONTEXTS = [
+    pytest.param({"capabilities": {"add": ["ALL"]}}, '"ALL" in securityContext.capabilities.add', id="cap-all"),
+    pytest.param({"capabilities": {"add": ["NET_BIND_SERVICE", "SYS_ADMIN"]}}, '"SYS_ADMIN"', id="cap-sys-admin"),
+    pytest.param({"capabilities": {"add": ["SYS_MODULE"]}}, '"SYS_MODULE"', id="cap-sys-module"),
+    pytest.param({"seccompProfile": {"type": "Unconfined"}}, "seccompProfile.type to Unconfined", id="unconfined"),
+]
+
+
+@pytest.mark.parametrize(("context", "named"), HOSTILE_CONTEXTS)
+async def test_a_webserver_beyond_pod_security_baseline_never_reaches_a_deployment(
+    context: dict[str, Any], named: str
+) -> None:
+    # Stored before the CRD refused it (or under a CRD someone edited): the reconciler is the second line.
+    api = with_world(securityContext=context)
+    result = await reconciler(api).reconcile(KEY)
+    assert api.get(DEP_PATH) is None
+    assert api.get(SVC_PATH) is None
+    condition = ready(api)
+    assert (condition["status"], condition["reason"]) == ("False", "ExceedsPodSecurityBaseline")
+    assert named in condition["message"] and "--pod-security-level=privileged" in condition["message"]
+    stalled = [c for c in api.get(WS_PATH)["status"]["conditions"] if c["type"] == "Stalled"]  # type: ignore[index]
+    assert [c["status"] for c in stalled] == ["True"]
+    assert ("Warning", "ExceedsPodSecurityBaseline") in events(api)
+    assert result.requeue_after is None  # nothing to retry until the spec changes
+
+
+async def test_an_edit_beyond_baseline_leaves_the_running_deployment_as_it_was() -> None:
+    api = with_world(securityContext={"capabilities": {"add": ["NET_BIND_SERVICE"]}})
+    rec = reconciler(api)
+    await rec.reconcile(KEY)
+    before = copy.deepcopy(api.get(DEP_PATH))
+    assert before is not None
+    assert before["spec"]["template"]["spec"]["containers"][0]["securityContext"] == {
+        "capabilities": {"add": ["NET_BIND_SERVICE"]}
+    }
+    edit_spec(api, securityContext={"capabilities": {"add": ["NET_BIND_SERVICE", "SYS_ADMIN"]}}, replicas=5)
+    await rec.reconcile(KEY)
+    assert api.get(DEP_PATH) == before  # neither the capability nor the new replica count was written
+    assert ready(api)["reason"] == "ExceedsPodSecurityBaseline"
+
+
+async def test_an_installation_that_opts_into_privileged_gets_what_the_webserver_asks_for() -> None:
+    api = with_world(securityContext={"capabilities": {"add": ["SYS_ADMIN"]}})
+    await reconciler(api, pod_security="privileged").reconcile(KEY)
+    deployment = api.get(DEP_PATH)
+    assert deployment is not None
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["securityContext"] == {
+        "capabilities": {"add": ["SYS_ADMIN"]}
+    }
 
 
 async def test_a_recheck_of_a_foreign_namesake_reads_it_instead_of_posting_a_create_again() -> None:

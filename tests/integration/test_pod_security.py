@@ -1,0 +1,91 @@
+"""The tenant boundary against the real API server: what a WebServer editor can get, held against PodSecurity.
+
+A platform team grants WebServers without granting pods. These tests show, in a namespace that enforces the Pod
+Security baseline level, that (1) the pods of the most permissive WebServer the CRD accepts pass there, so the
+operator never needs more than baseline; (2) every pod the operator's own check (``core.podsecurity``) refuses is
+refused by Kubernetes' PodSecurity admission as well, and the pod both accept passes both: the reconciler's second
+line of defence agrees with the plugin it stands in for where a namespace has no Pod Security label. Nothing is
+stored: every request is a server-side dry run.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.support.cluster import Cluster
+from tests.support.pod_security import ALLOWED, BEYOND, Beyond
+from webserver_operator.api.models import WebServer
+from webserver_operator.builders import desired_deployment
+from webserver_operator.core.podsecurity import BASELINE_CAPABILITIES, baseline_violations
+
+MOST_PERMISSIVE_SPEC: dict[str, Any] = {
+    "image": "nginx:1.27",
+    "replicas": 1,
+    "port": 80,
+    "securityContext": {
+        "runAsNonRoot": False,
+        "runAsUser": 0,
+        "runAsGroup": 0,
+        "allowPrivilegeEscalation": True,
+        "readOnlyRootFilesystem": False,
+        "capabilities": {"add": list(BASELINE_CAPABILITIES)},
+        "seccompProfile": {"type": "Localhost", "localhostProfile": "profiles/web.json"},
+    },
+}
+"""Every spec field that reaches the pod, at the most the CRD accepts."""
+
+
+@pytest.fixture
+def baseline_namespace(cluster: Cluster, namespace: str) -> str:
+    cluster.kubectl("label", "namespace", namespace, "pod-security.kubernetes.io/enforce=baseline", "--overwrite")
+    return namespace
+
+
+def _dry_run(cluster: Cluster, namespace: str, obj: dict[str, Any]) -> tuple[int, str]:
+    result = cluster.kubectl(
+        "create", "--dry-run=server", "-n", namespace, "-f", "-", input=json.dumps(obj), check=False
+    )
+    return result.returncode, result.stderr
+
+
+def _pod(spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe"}, "spec": spec}
+
+
+def test_the_most_permissive_webserver_renders_pods_that_pass_baseline(
+    cluster: Cluster, crd: str, baseline_namespace: str
+) -> None:
+    manifest = {
+        "apiVersion": "web.webserver-operator.dev/v1",
+        "kind": "WebServer",
+        "metadata": {"name": "web", "namespace": baseline_namespace},
+        "spec": MOST_PERMISSIVE_SPEC,
+    }
+    code, err = _dry_run(cluster, baseline_namespace, manifest)
+    assert code == 0, f"the CRD refuses the most permissive WebServer it should accept: {err}"
+    deployment = desired_deployment(WebServer.model_validate(manifest))
+    template = deployment["spec"]["template"]
+    assert baseline_violations(template["spec"]) == []
+    code, err = _dry_run(cluster, baseline_namespace, deployment)
+    assert code == 0, err
+    assert "PodSecurity" not in err, f"the Deployment would violate baseline: {err}"
+    code, err = _dry_run(cluster, baseline_namespace, {**_pod(template["spec"]), "metadata": template["metadata"]})
+    assert code == 0, f"a pod of the most permissive WebServer is refused at baseline: {err}"
+
+
+def test_the_pod_both_checks_allow_passes_admission(cluster: Cluster, baseline_namespace: str) -> None:
+    code, err = _dry_run(cluster, baseline_namespace, _pod(ALLOWED))
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("case", [c for c in BEYOND if c.admission], ids=[c.id for c in BEYOND if c.admission])
+def test_what_the_operator_refuses_podsecurity_admission_refuses(
+    cluster: Cluster, baseline_namespace: str, case: Beyond
+) -> None:
+    assert baseline_violations(case.spec), "the operator's check lets it through"
+    code, err = _dry_run(cluster, baseline_namespace, _pod(case.spec))
+    assert code != 0, f"{case.id}: PodSecurity admission accepted a pod the operator refuses"
+    assert 'violates PodSecurity "baseline' in err, err
