@@ -27,6 +27,8 @@ NEEDS_A_PERSON = BackoffPolicy(base=15.0, cap=300.0)
 PORT_TAKEN = BackoffPolicy(base=5.0, cap=30.0)
 #: Children of a deleted WebServer of the same name: the garbage collector removes them within seconds.
 GARBAGE_COLLECTION = BackoffPolicy(base=1.0, cap=2.0)
+#: Quick rechecks of such children before waiting becomes a problem for a person (about a minute at the cap).
+GC_PATIENCE = 40
 
 
 class Problem(Exception):  # noqa: N818 - it is a verdict about the WebServer, raised where it is found

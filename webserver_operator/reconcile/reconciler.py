@@ -55,7 +55,7 @@ from webserver_operator.core.vocabulary import (
 from webserver_operator.kube.errors import ApiError, Conflict, NotFound, TransportError
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.owned import merge_owned_deployment, merge_owned_service, selector_mismatch
-from webserver_operator.reconcile.problems import GARBAGE_COLLECTION, Problem, from_api_error
+from webserver_operator.reconcile.problems import GARBAGE_COLLECTION, GC_PATIENCE, Problem, from_api_error
 from webserver_operator.reconcile.status import READY, compute_status, status_changed, with_kstatus_conditions
 from webserver_operator.runtime.result import Result
 
@@ -356,15 +356,10 @@ class WebServerReconciler:
         if owner is not None:
             if owner.get("uid") == ws.uid:
                 return
-            if owner.get("kind") == ws.kind and owner.get("name") == ws.name:
-                raise Problem(
-                    "WaitingForGarbageCollection",
-                    f"{child.kind} {ws.name} still belongs to a deleted WebServer of the same name (uid "
-                    f"{owner.get('uid')}); the garbage collector is removing it, then the operator creates a new one",
-                    stalled=False,
-                    recheck=GARBAGE_COLLECTION,
-                )
-            detail = f"it is controlled by {owner.get('kind')}/{owner.get('name')}"
+            group = _group(str(owner.get("apiVersion") or ""))
+            if owner.get("kind") == ws.kind and group == _group(ws.api_version) and owner.get("name") == ws.name:
+                raise self._garbage_collection(ws, child, owner)
+            detail = f"it is controlled by {owner.get('kind')}{'.' + group if group else ''}/{owner.get('name')}"
         else:
             labels = (live.get("metadata") or {}).get("labels") or {}
             if labels.get(MANAGED_BY_LABEL) == MANAGED_BY_VALUE and labels.get(INSTANCE_LABEL) == ws.name:
@@ -375,6 +370,32 @@ class WebServerReconciler:
             f"{kind}Conflict",
             f"a {kind} named {ws.name} already exists in namespace {ws.namespace} and {detail}; the operator will not "
             f"modify it. Delete or rename that {kind}, or rename the WebServer",
+        )
+
+    def _garbage_collection(self, ws: WebServer, child: _Child, owner: KubeObject) -> Problem:
+        """The child of a deleted WebServer of the same name: a wait, until it has lasted about a minute.
+
+        The garbage collector removes such children within seconds. When it has not after ``GC_PATIENCE`` quick
+        rechecks (kube-controller-manager down, a finalizer holding the child), waiting quietly would leave the
+        WebServer InProgress forever for ``helm --wait`` and Flux, and a GET every second or two: it becomes a
+        problem for a person instead, with a Warning and the slow recheck.
+        """
+        kind, where = child.kind, f"{ws.name} -n {ws.namespace}"
+        if self._problem_streak.get((ws.namespace, ws.name), 0) < GC_PATIENCE:
+            return Problem(
+                "WaitingForGarbageCollection",
+                f"{kind} {ws.name} still belongs to a deleted WebServer of the same name (uid {owner.get('uid')}); "
+                "the garbage collector is removing it, then the operator creates a new one",
+                stalled=False,
+                recheck=GARBAGE_COLLECTION,
+            )
+        return Problem(
+            "GarbageCollectionStuck",
+            f"{kind} {ws.name} still belongs to a deleted WebServer of the same name (uid {owner.get('uid')}) after "
+            f"{GC_PATIENCE} checks over about a minute: the garbage collector has not removed it. Check that "
+            f"kube-controller-manager runs and whether a finalizer holds it (kubectl get {kind.lower()} {where} "
+            f"-o jsonpath='{{.metadata.finalizers}}'), or delete it (kubectl delete {kind.lower()} {where}); the "
+            "operator then creates a new one",
         )
 
     # -- status and requeue -----------------------------------------------------------------------------------------
@@ -488,6 +509,11 @@ class WebServerReconciler:
             extra={"namespace": meta.get("namespace"), "object_name": meta.get("name")},
         )
         return Result()
+
+
+def _group(api_version: str) -> str:
+    """The API group of ``apiVersion`` (``apps/v1`` -> ``apps``; the core group ``v1`` -> ``""``)."""
+    return api_version.rpartition("/")[0]
 
 
 def _resource_version(obj: KubeObject) -> str:

@@ -453,6 +453,52 @@ async def test_children_of_a_deleted_webserver_with_the_same_name_are_not_a_conf
     assert result.requeue_after <= 2.0
 
 
+async def test_a_controller_of_kind_webserver_from_another_api_group_is_a_foreign_owner() -> None:
+    api = with_world()
+    foreign_owner = {
+        "apiVersion": "web.example.com/v1",
+        "kind": "WebServer",
+        "name": NAME,
+        "uid": "other-uid",
+        "controller": True,
+    }
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": NAME, "namespace": NS, "labels": child_labels(NAME), "ownerReferences": [foreign_owner]},
+        "spec": {"replicas": 1},
+    }
+    api.put(DEPLOYMENTS.path(namespace=NS), deployment)
+    stored = copy.deepcopy(api.get(DEP_PATH))
+    result = await reconciler(api).reconcile(KEY)
+    condition = ready(api)
+    assert condition["reason"] == "DeploymentConflict"
+    assert "controlled by WebServer.web.example.com/web" in condition["message"]
+    assert api.get(DEP_PATH) == stored
+    assert result.requeue_after is not None and result.requeue_after >= 10
+
+
+async def test_children_the_garbage_collector_never_removes_stall_the_webserver_after_a_minute() -> None:
+    api = with_world()
+    await reconciler(api).reconcile(KEY)
+    del api.collections[WEBSERVERS.path(namespace=NS)][NAME]
+    api.put(WEBSERVERS.path(namespace=NS), webserver())  # recreated; the old children never go away
+    rec = reconciler(api)
+    waits: list[float] = []
+    for _ in range(60):
+        result = await rec.reconcile(KEY)
+        assert result.requeue_after is not None
+        waits.append(result.requeue_after)
+        if ready(api)["reason"] != "WaitingForGarbageCollection":
+            break
+    condition = ready(api)
+    assert condition["reason"] == "GarbageCollectionStuck", condition
+    assert "kubectl delete deployment web -n default" in condition["message"]
+    assert ("Warning", "GarbageCollectionStuck") in events(api)
+    assert sum(waits[:-1]) >= 60, "escalated before a minute of rechecks"
+    assert waits[-1] >= 10, "a stuck garbage collection is still rechecked every second or two"
+
+
 async def test_pods_get_no_service_account_token_and_no_service_links() -> None:
     api = with_world()
     await reconciler(api).reconcile(KEY)
