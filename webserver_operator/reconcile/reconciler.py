@@ -52,8 +52,10 @@ from webserver_operator.core.vocabulary import (
     ObjectReader,
     controller_of,
 )
+from webserver_operator.kube.client import FIELD_MANAGER
 from webserver_operator.kube.errors import ApiError, Conflict, NotFound, TransportError
 from webserver_operator.reconcile.events import EventRecorder
+from webserver_operator.reconcile.fights import FightLog, last_writer
 from webserver_operator.reconcile.owned import merge_owned_deployment, merge_owned_service, selector_mismatch
 from webserver_operator.reconcile.problems import GARBAGE_COLLECTION, GC_PATIENCE, Problem, from_api_error
 from webserver_operator.reconcile.status import READY, compute_status, status_changed, with_kstatus_conditions
@@ -108,6 +110,7 @@ class WebServerReconciler:
         #: Our last status write per WebServer the cache may not have seen yet: the resourceVersion it replaced and
         #: the object the API server returned (see ``_latest``).
         self._status_written: dict[ObjectKey, tuple[str, KubeObject]] = {}
+        self._fights = FightLog(lambda: self._clock().timestamp())
         self._deployment = _Child(
             DEPLOYMENTS, caches.deployments, desired_deployment, merge_owned_deployment, immutable_selector=True
         )
@@ -126,6 +129,7 @@ class WebServerReconciler:
             # Deleted (or being deleted): the garbage collector removes the children via their ownerReferences.
             self._problem_streak.pop(key, None)
             self._not_ours -= {(key, child.kind) for child in (self._deployment, self._service)}
+            self._fights.forget(*key)
             return Result()
         try:
             ws = WebServer.model_validate(obj)
@@ -257,9 +261,14 @@ class WebServerReconciler:
                 event_reason="SelectorMismatch",
             )
         difference = compare(live, child.merge(live, desired))
-        if difference.patch is None:
-            return live
-        return await self._repair(ws, ws_obj, child, live, difference)
+        if difference.patch is not None:
+            live = await self._repair(ws, ws_obj, child, live, difference)
+        fight = self._fights.ongoing((ws.namespace, ws.name, child.kind))
+        if fight is not None:
+            problem = Problem("FightingAnotherController", fight.message)
+            problem.observed = live
+            raise problem
+        return live
 
     async def _create(self, ws: WebServer, child: _Child, desired: KubeObject) -> KubeObject | None:
         """Create the child; None when it already exists (the caller reads and checks it)."""
@@ -292,6 +301,12 @@ class WebServerReconciler:
         adopting = controller_of(live) is None
         observed = (ws_obj.get("status") or {}).get("observedGeneration")
         spec_changed = not adopting and observed != ws.generation
+        fought = (ws.namespace, ws.name, child.kind)
+        writer = None
+        if not adopting and not spec_changed and self._fights.next_repair_is_a_fight(fought):
+            # The cache drops managedFields: read who wrote the field once, when the repair makes it a fight.
+            current = await self._api.request("GET", child.resource.path(namespace=ws.namespace, name=ws.name))
+            writer = last_writer(current, difference.paths, ignore=FIELD_MANAGER)
         try:
             updated = await self._api.request(
                 "PATCH",
@@ -320,6 +335,8 @@ class WebServerReconciler:
         paths = difference.paths
         if reason != "Updated":
             metrics.DRIFT_REPAIRS.labels(kind=child.kind).inc()
+        if reason == "Repaired":
+            self._fights.repaired(fought, paths, writer)
         log.info(
             "%s %s: %s",
             what,

@@ -499,6 +499,38 @@ async def test_children_the_garbage_collector_never_removes_stall_the_webserver_
     assert waits[-1] >= 10, "a stuck garbage collection is still rechecked every second or two"
 
 
+async def test_a_controller_fighting_over_a_field_is_named_in_the_status_after_repeated_repairs() -> None:
+    api = with_world(replicas=2)
+    rec = reconciler(api)
+    await rec.reconcile(KEY)
+    hpa_write = {
+        "manager": "kube-controller-manager",
+        "operation": "Update",
+        "subresource": "scale",
+        "time": "2026-11-23T00:00:00Z",
+        "fieldsV1": {"f:spec": {"f:replicas": {}}},
+    }
+    ours = {"manager": "webserver-operator", "operation": "Update", "fieldsV1": {"f:spec": {"f:replicas": {}}}}
+    verdicts = []
+    for _ in range(4):
+        deployment = api.get(DEP_PATH)
+        assert deployment is not None
+        deployment["spec"]["replicas"] = 5  # what an HPA aimed at the Deployment does every 15 s
+        deployment["metadata"]["managedFields"] = [ours, hpa_write]
+        api.put(DEPLOYMENTS.path(namespace=NS), deployment)
+        await rec.reconcile(KEY)
+        assert api.get(DEP_PATH)["spec"]["replicas"] == 2  # type: ignore[index]
+        verdicts.append(ready(api)["reason"])
+    assert verdicts[:3] == [verdicts[0]] * 3 and verdicts[0] != "FightingAnotherController"
+    assert verdicts[3] == "FightingAnotherController"
+    message = ready(api)["message"]
+    assert "Deployment web: spec.replicas changed back at least 4 times" in message
+    assert '"kube-controller-manager" (Update, subresource scale' in message
+    assert ("Warning", "FightingAnotherController") in events(api)
+    await rec.reconcile(KEY)  # no new repair, but the fight is still within its window: still reported
+    assert ready(api)["reason"] == "FightingAnotherController"
+
+
 async def test_pods_get_no_service_account_token_and_no_service_links() -> None:
     api = with_world()
     await reconciler(api).reconcile(KEY)
