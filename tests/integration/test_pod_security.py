@@ -64,15 +64,22 @@ def test_the_most_permissive_webserver_renders_pods_that_pass_baseline(
         "metadata": {"name": "web", "namespace": baseline_namespace},
         "spec": MOST_PERMISSIVE_SPEC,
     }
-    code, err = _dry_run(cluster, baseline_namespace, manifest)
-    assert code == 0, f"the CRD refuses the most permissive WebServer it should accept: {err}"
-    deployment = desired_deployment(WebServer.model_validate(manifest))
+    admitted = cluster.kubectl(
+        "create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(manifest), check=False
+    )
+    assert admitted.returncode == 0, (
+        f"the CRD refuses the most permissive WebServer it should accept: {admitted.stderr}"
+    )
+    # As the API server would store it (defaults applied, a uid for the children's ownerReference).
+    deployment = desired_deployment(WebServer.model_validate(json.loads(admitted.stdout)))
     template = deployment["spec"]["template"]
     assert baseline_violations(template["spec"]) == []
     code, err = _dry_run(cluster, baseline_namespace, deployment)
     assert code == 0, err
     assert "PodSecurity" not in err, f"the Deployment would violate baseline: {err}"
-    code, err = _dry_run(cluster, baseline_namespace, {**_pod(template["spec"]), "metadata": template["metadata"]})
+    code, err = _dry_run(
+        cluster, baseline_namespace, {**_pod(template["spec"]), "metadata": {**template["metadata"], "name": "web"}}
+    )
     assert code == 0, f"a pod of the most permissive WebServer is refused at baseline: {err}"
 
 
