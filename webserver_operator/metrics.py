@@ -40,6 +40,7 @@ __all__ = [
     "ACTIVE_WORKERS",
     "CONTENT_TYPE",
     "DRIFT_REPAIRS",
+    "EVENTS_DROPPED",
     "LEADER_ELECTION_MASTER_STATUS",
     "MANAGED_WEBSERVERS",
     "MAX_CONCURRENT_RECONCILES",
@@ -220,6 +221,15 @@ WATCH_RELISTS = Counter(
     ["resource"],
     registry=REGISTRY,
 )
+EVENTS_DROPPED = Counter(
+    "webserver_operator_events_dropped_total",
+    "Kubernetes Events about WebServers not written, by reason: queue_full (the API server is not keeping up) or "
+    "rate_limited (more than 25 Events for one WebServer in a short time)",
+    ["reason"],
+    registry=REGISTRY,
+)
+for _reason in ("queue_full", "rate_limited"):
+    EVENTS_DROPPED.labels(reason=_reason)
 WATCH_EVENTS = Counter(
     "webserver_operator_watch_events_total",
     "Watch events received, by resource and event type (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR)",

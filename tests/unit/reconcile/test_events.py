@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tests.support.fake_api import FakeApi, status_error
+from webserver_operator import metrics
 from webserver_operator.api.models import WEBSERVERS
 from webserver_operator.core.resources import EVENTS
 from webserver_operator.reconcile.events import EventRecorder
@@ -102,3 +103,55 @@ async def test_close_sends_what_fits_in_the_time_left_and_drops_the_rest_quietly
     gate.set()
     await asyncio.sleep(0.05)
     assert stored_events(api) == [("a", "Created", "sent on close")], "nothing is written after close"
+
+
+def stored(api: FakeApi) -> list[dict[str, Any]]:
+    return list(api.collections.get(EVENTS.path(namespace=NS), {}).values())
+
+
+async def test_identical_events_become_one_event_with_a_count() -> None:
+    api = FakeApi()
+    gate = api.gates[EVENTS.path(namespace=NS)] = asyncio.Event()
+    recorder = EventRecorder(api, instance="test")
+    for _ in range(3):  # the first POST is held: the repeats are written as one PATCH of the count after it
+        await recorder.emit(webserver("web"), type_="Normal", reason="Repaired", message="Repaired Deployment web")
+        await asyncio.sleep(0.01)
+    assert [c.method for c in api.calls] == ["POST"]
+    gate.set()
+    await recorder.flush()
+    (event,) = stored(api)
+    assert event["count"] == 3
+    await recorder.emit(webserver("web"), type_="Normal", reason="Repaired", message="Repaired Deployment web")
+    await recorder.flush()
+    (event,) = stored(api)
+    assert event["count"] == 4
+    assert [c.method for c in api.writes()] == ["POST", "PATCH", "PATCH"]
+    await recorder.emit(webserver("web"), type_="Normal", reason="Repaired", message="another message")
+    await recorder.flush()
+    assert sorted(e["count"] for e in stored(api)) == [1, 4]
+
+
+async def test_a_repeat_of_an_expired_event_creates_it_again() -> None:
+    api = FakeApi()
+    recorder = EventRecorder(api, instance="test")
+    await recorder.emit(webserver("web"), type_="Warning", reason="Fight", message="m")
+    await recorder.flush()
+    api.collections[EVENTS.path(namespace=NS)].clear()  # the API server's one-hour TTL
+    await recorder.emit(webserver("web"), type_="Warning", reason="Fight", message="m")
+    await recorder.flush()
+    (event,) = stored(api)
+    assert (event["reason"], event["count"]) == ("Fight", 2)
+
+
+async def test_one_object_cannot_write_more_than_a_burst_of_events_and_the_drops_are_counted() -> None:
+    api = FakeApi()
+    recorder = EventRecorder(api, instance="test")
+    dropped = metrics.EVENTS_DROPPED.labels(reason="rate_limited")
+    before = dropped._value.get()
+    for i in range(30):
+        await recorder.emit(webserver("noisy"), type_="Normal", reason="Updated", message=f"update {i}")
+    await recorder.emit(webserver("quiet"), type_="Normal", reason="Created", message="Created Service quiet")
+    await recorder.flush()
+    assert len([e for e in stored(api) if e["involvedObject"]["name"] == "noisy"]) == 25
+    assert ("quiet", "Created", "Created Service quiet") in stored_events(api)
+    assert dropped._value.get() - before == 5

@@ -6,6 +6,7 @@ reach the branches that need an exact moment: a 409 at the status write, a cache
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from datetime import UTC, datetime
 from typing import Any
@@ -148,6 +149,28 @@ async def test_a_deleted_service_is_recreated_and_reported_alone() -> None:
     await rec.reconcile(KEY)
     assert api.get(SERVICES.path(namespace=NS, name=NAME)) is not None
     assert messages(api)[1:] == [("Normal", "Created", f"Created Service {NAME}")]
+
+
+async def test_an_event_sink_that_never_answers_cannot_delay_any_child_or_status_write() -> None:
+    api = FakeApi()
+    api.gates[EVENTS.path(namespace=NS)] = asyncio.Event()  # every Event POST hangs
+    names = [f"web-{i}" for i in range(20)]
+    for name in names:
+        api.put(WEBSERVERS.path(namespace=NS), {**webserver(), "metadata": {"name": name, "namespace": NS}})
+    caches = Caches(
+        webservers=LiveCache(api, WEBSERVERS.path(namespace=NS)),
+        deployments=LiveCache(api, DEPLOYMENTS.path(namespace=NS)),
+        services=LiveCache(api, SERVICES.path(namespace=NS)),
+    )
+    recorder = EventRecorder(api, instance="test")
+    rec = WebServerReconciler(api=api, caches=caches, recorder=recorder)
+    await asyncio.wait_for(asyncio.gather(*(rec.reconcile((NS, name)) for name in names)), 2.0)
+    assert sorted(api.collections[DEPLOYMENTS.path(namespace=NS)]) == sorted(names)
+    assert sorted(api.collections[SERVICES.path(namespace=NS)]) == sorted(names)
+    statuses = [api.get(WEBSERVERS.path(namespace=NS, name=name)) for name in names]
+    assert all(ws is not None and ws.get("status", {}).get("conditions") for ws in statuses)
+    assert api.collections.get(EVENTS.path(namespace=NS), {}) == {}, "the Event sink was supposed to hang"
+    await recorder.close(0.0)
 
 
 async def test_converged_webserver_costs_no_writes() -> None:
