@@ -16,7 +16,6 @@ Raised inside ``reconcile.reconciler``; read by ``reconcile.status`` and ``recon
 from __future__ import annotations
 
 from webserver_operator.core.backoff import BackoffPolicy
-from webserver_operator.core.vocabulary import KubeObject
 from webserver_operator.kube.errors import ApiError, Forbidden, Invalid, ServerError
 
 #: A problem only a person can fix is re-checked slowly (15 s doubling to 5 min): the cause may clear without any
@@ -36,8 +35,7 @@ class Problem(Exception):  # noqa: N818 - it is a verdict about the WebServer, r
 
     ``reason`` is CamelCase (``ServiceConflict``); ``message`` says what is wrong and what to do; ``event_reason``
     defaults to ``reason``. ``stalled`` is False for a wait that clears by itself (no Warning Event, kstatus
-    Reconciling instead of Stalled); ``recheck`` is how soon to look again; ``observed`` is the child as it still
-    exists when an update of it was rejected, so the status keeps describing what serves.
+    Reconciling instead of Stalled); ``recheck`` is how soon to look again.
     """
 
     def __init__(
@@ -55,7 +53,6 @@ class Problem(Exception):  # noqa: N818 - it is a verdict about the WebServer, r
         self.event_reason = event_reason or reason
         self.stalled = stalled
         self.recheck = recheck
-        self.observed: KubeObject | None = None
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Problem):

@@ -5,15 +5,19 @@ the same thing for the same inputs; there are no create/update/delete event bran
 caches (zero polling reads); a write is sent only when an owned field differs, so a converged WebServer costs no
 writes at all, on any number of resyncs. Where each ownership rule lives is listed in docs/architecture.md.
 
-``reconcile`` reads top to bottom: look the WebServer up, validate it, sync each child, write the status if it
-changed, decide when to look again. Syncing one child:
+``reconcile`` reads top to bottom: look the WebServer up, validate it (a spec the models reject, or pods beyond the
+Pod Security baseline level, is a ``Refusal``: reported, no child touched), sync each child, write the status that
+``reconcile.status.next_status`` decides on (it owns the whole status decision; this module only does the I/O),
+decide when to look again. Each child's sync returns what the child looks like now, whether it was created and any
+``Problem`` met. Syncing one child:
 - missing: create it (never an apply that could overwrite a foreign object); a 409 AlreadyExists means ours, not
   yet in the cache, or a foreign object: read it and check;
 - controlled by someone else, or without our labels: never adopted or written; a ``Problem`` (Ready=False, one
   Warning per generation, a slow requeue: the label-filtered cache will not tell us when it goes away);
 - our labels and no controller (left by ``--cascade=orphan``): adopted;
 - drift: an optimistic-concurrency merge patch of just the owned fields (others' labels, annotations and
-  ``kubectl rollout restart`` survive);
+  ``kubectl rollout restart`` survive); repeated drift repairs of one child are a fight with another controller
+  (``reconcile.fights``), reported with the other writer's name;
 - no finalizers: the garbage collector deletes the children through their ownerReference.
 
 Driven by ``runtime.controller.Controller`` (declared in ``reconcile.setup``); hands writes to the API through the
@@ -23,7 +27,6 @@ no-retry client view, so failures go back to the work queue's per-key backoff.
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -58,7 +61,7 @@ from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.fights import FightLog, last_writer
 from webserver_operator.reconcile.owned import merge_owned_deployment, merge_owned_service, selector_mismatch
 from webserver_operator.reconcile.problems import GARBAGE_COLLECTION, GC_PATIENCE, Problem, from_api_error
-from webserver_operator.reconcile.status import READY, compute_status, status_changed, with_kstatus_conditions
+from webserver_operator.reconcile.status import Observation, Refusal, beyond_baseline, invalid_spec, next_status
 from webserver_operator.runtime.result import Result
 
 log = logging.getLogger(__name__)
@@ -134,45 +137,14 @@ class WebServerReconciler:
         try:
             ws = WebServer.model_validate(obj)
         except ValidationError as err:
-            details = "; ".join(f"spec.{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}" for e in err.errors())
-            return await self._refuse_spec(
-                obj,
-                reason="InvalidSpec",
-                details=details,
-                message=f"the WebServer's spec is invalid: {details}. Fix the spec (`kubectl explain webserver.spec` "
-                "lists the fields); the CRD may be older than the operator: upgrade it with `kubectl apply "
-                "--server-side`",
-            )
+            return await self._refuse(obj, invalid_spec(err))
         desired = {child: child.desired(ws) for child in (self._deployment, self._service)}
         beyond = self._beyond_pod_security(desired[self._deployment])
         if beyond:
-            details = "; ".join(beyond)
-            return await self._refuse_spec(
-                obj,
-                reason="ExceedsPodSecurityBaseline",
-                details=details,
-                message=f"the WebServer asks for pods beyond the Pod Security baseline level: {details}. Nothing was "
-                "written to its Deployment. Remove that from spec.securityContext (the CRD refuses it since the "
-                "operator's upgrade; this WebServer was stored before), or have the cluster admin allow privileged "
-                "WebServers (--pod-security-level=privileged, chart value webServerPodSecurityLevel: a risk, see "
-                "docs/security.md)",
-            )
-
-        live, problem = await self._sync_children(ws, obj, desired)
-
-        def status_of(current: WebServer) -> dict[str, Any]:
-            return compute_status(
-                current,
-                deployment=live[self._deployment],
-                service=live[self._service],
-                problem=problem,
-                now=self._clock(),
-            )
-
-        status = status_of(ws)
-        if status_changed(obj.get("status"), status):
-            await self._write_status(obj, status, recompute=status_of)
-        return self._next_look(key, problem)
+            return await self._refuse(obj, beyond_baseline(beyond))
+        seen = await self._sync_children(ws, desired)
+        await self._write_status(obj, seen)
+        return self._next_look(key, seen.problem)
 
     # -- children ---------------------------------------------------------------------------------------------------
 
@@ -182,9 +154,7 @@ class WebServerReconciler:
             return []
         return baseline_violations(deployment["spec"]["template"]["spec"])
 
-    async def _sync_children(
-        self, ws: WebServer, obj: KubeObject, desired: dict[_Child, KubeObject]
-    ) -> tuple[dict[_Child, KubeObject | None], Problem | None]:
+    async def _sync_children(self, ws: WebServer, desired: dict[_Child, KubeObject]) -> Observation:
         """Sync every child, concurrently (they are independent: one round trip instead of two on a create).
 
         Returns what each looks like now and the first problem met, in child order; other children are still synced.
@@ -193,82 +163,96 @@ class WebServerReconciler:
         one per child would cost a bulk create a third of its writes.
         """
         children = (self._deployment, self._service)
-        created: set[str] = set()
         outcomes = await asyncio.gather(
-            *(self._sync_child(ws, obj, child, desired[child], created) for child in children),
-            return_exceptions=True,
+            *(self._sync_child(ws, child, desired[child]) for child in children), return_exceptions=True
         )
-        if created:
-            made = " and ".join(f"{child.kind} {ws.name}" for child in children if child.kind in created)
-            await self._recorder.emit(obj, type_="Normal", reason="Created", message=f"Created {made}")
-        live: dict[_Child, KubeObject | None] = {}
-        first: Problem | None = None
+        involved = _involved(ws)
+        made = [
+            child for child, out in zip(children, outcomes, strict=True) if isinstance(out, _Synced) and out.created
+        ]
+        if made:
+            names = " and ".join(f"{child.kind} {ws.name}" for child in made)
+            await self._recorder.emit(involved, type_="Normal", reason="Created", message=f"Created {names}")
+        synced: dict[_Child, _Synced] = {}
         failure: BaseException | None = None
         for child, outcome in zip(children, outcomes, strict=True):
-            if isinstance(outcome, Problem):
-                live[child] = outcome.observed
-                first = first or outcome
-                if outcome.stalled:
+            if isinstance(outcome, _Synced):
+                synced[child] = outcome
+                problem = outcome.problem
+                if problem is not None and problem.stalled:
                     await self._recorder.emit(
-                        obj,
+                        involved,
                         type_="Warning",
-                        reason=outcome.event_reason,
-                        message=outcome.message,
-                        once_key=f"{outcome.reason}/{ws.generation}/{outcome.message}",
+                        reason=problem.event_reason,
+                        message=problem.message,
+                        once_key=f"{problem.reason}/{ws.generation}/{problem.message}",
                     )
             elif isinstance(outcome, ApiError | TransportError):
                 # Retried with backoff by the controller; tell the user once per distinct error, not per retry.
                 if not isinstance(outcome, Conflict | NotFound):
                     await self._recorder.emit(
-                        obj,
+                        involved,
                         type_="Warning",
                         reason="ReconcileError",
                         message=f"{child.kind} {ws.name}: {outcome} (retrying with backoff)",
                         once_key=f"error/{ws.generation}/{type(outcome).__name__}/{getattr(outcome, 'status', '')}",
                     )
                 failure = failure or outcome
-            elif isinstance(outcome, BaseException):
-                failure = failure or outcome
             else:
-                live[child] = outcome
+                failure = failure or outcome
         if failure is not None:
             raise failure
-        return live, first
+        return Observation(
+            deployment=synced[self._deployment].live,
+            service=synced[self._service].live,
+            problem=next((s.problem for s in synced.values() if s.problem is not None), None),
+        )
 
-    async def _sync_child(
-        self, ws: WebServer, ws_obj: KubeObject, child: _Child, desired: KubeObject, created: set[str]
-    ) -> KubeObject:
-        """Create, check and repair one child; adds its kind to ``created`` when this call created it."""
+    async def _sync_child(self, ws: WebServer, child: _Child, desired: KubeObject) -> _Synced:
+        """Create, check and repair one child: what it looks like now, whether this call created it, any problem.
+
+        A child that is not ours (or has a selector we cannot fix) is reported and not described (``live`` None); a
+        child whose update the API server rejected is described as it still is.
+        """
         key = (ws.namespace, ws.name)
         live = child.cache.get(key)
         if live is None and (key, child.kind) in self._not_ours:
             live = await self._read(child, ws)
         if live is None:
-            new = await self._create(ws, child, desired)
+            try:
+                new = await self._create(ws, child, desired)
+            except Problem as problem:
+                return _Synced(None, problem)
             if new is not None:
-                created.add(child.kind)
-                return new
+                return _Synced(new, created=True)
             # It exists but the cache has not seen it (ours, just created) or cannot (not our labels): read it.
             # A NotFound here (deleted since the 409) propagates and the retry creates it.
             live = await self._api.request("GET", child.resource.path(namespace=ws.namespace, name=ws.name))
-        self._check_ownership(ws, child, live)
+        try:
+            self._check_ownership(ws, child, live)
+        except Problem as problem:
+            return _Synced(None, problem)
         if child.immutable_selector and selector_mismatch(live, desired):
-            raise Problem(
-                "DeploymentSelectorMismatch",
-                f"Deployment {ws.name} has a selector the operator did not set and cannot change (selectors are "
-                f"immutable): delete the Deployment (kubectl delete deployment {ws.name} -n {ws.namespace}) and the "
-                "operator recreates it",
-                event_reason="SelectorMismatch",
+            return _Synced(
+                None,
+                Problem(
+                    "DeploymentSelectorMismatch",
+                    f"Deployment {ws.name} has a selector the operator did not set and cannot change (selectors are "
+                    f"immutable): delete the Deployment (kubectl delete deployment {ws.name} -n {ws.namespace}) and "
+                    "the operator recreates it",
+                    event_reason="SelectorMismatch",
+                ),
             )
         difference = compare(live, child.merge(live, desired))
         if difference.patch is not None:
-            live = await self._repair(ws, ws_obj, child, live, difference)
+            try:
+                live = await self._repair(ws, child, live, difference)
+            except Problem as problem:
+                return _Synced(live, problem)  # rejected: the old child still exists and serves
         fight = self._fights.ongoing((ws.namespace, ws.name, child.kind))
         if fight is not None:
-            problem = Problem("FightingAnotherController", fight.message)
-            problem.observed = live
-            raise problem
-        return live
+            return _Synced(live, Problem("FightingAnotherController", fight.message))
+        return _Synced(live)
 
     async def _create(self, ws: WebServer, child: _Child, desired: KubeObject) -> KubeObject | None:
         """Create the child; None when it already exists (the caller reads and checks it)."""
@@ -288,9 +272,7 @@ class WebServerReconciler:
         )
         return created
 
-    async def _repair(
-        self, ws: WebServer, ws_obj: KubeObject, child: _Child, live: KubeObject, difference: Difference
-    ) -> KubeObject:
+    async def _repair(self, ws: WebServer, child: _Child, live: KubeObject, difference: Difference) -> KubeObject:
         """Write the owned fields that differ (or adopt an orphan) with one optimistic-concurrency merge patch.
 
         Reported as an adoption, as an update when the WebServer's spec changed since its status last said so
@@ -299,7 +281,7 @@ class WebServerReconciler:
         image to every WebServer does not look like a thousand repairs.
         """
         adopting = controller_of(live) is None
-        observed = (ws_obj.get("status") or {}).get("observedGeneration")
+        observed = ws.status.observed_generation if ws.status is not None else None
         spec_changed = not adopting and observed != ws.generation
         fought = (ws.namespace, ws.name, child.kind)
         writer = None
@@ -319,7 +301,6 @@ class WebServerReconciler:
             problem = from_api_error(err, kind=child.kind, name=ws.name, verb="update")
             if problem is None:
                 raise
-            problem.observed = live  # rejected: the old child still exists and serves
             raise problem from err
         if _resource_version(updated) == _resource_version(live):
             # The API server stored nothing new (it normalised our values to what it had): not a repair.
@@ -345,7 +326,7 @@ class WebServerReconciler:
             extra={"namespace": ws.namespace, "object_name": ws.name, "kind": child.kind, "fields": paths},
         )
         await self._recorder.emit(
-            ws_obj,
+            _involved(ws),
             type_="Normal",
             reason=reason,
             message=f"{what.capitalize()} {child.kind} {ws.name}: {', '.join(paths)}",
@@ -442,53 +423,39 @@ class WebServerReconciler:
         del self._status_written[key]
         return cached
 
-    async def _write_status(
-        self,
-        obj: KubeObject,
-        status: dict[str, Any],
-        *,
-        recompute: Callable[[WebServer], dict[str, Any]] | None = None,
-    ) -> None:
-        """PUT the status; on 409 retry once from a fresh read.
+    async def _write_status(self, obj: KubeObject, seen: Observation | Refusal) -> None:
+        """PUT the status ``next_status`` decides on, if any; on 409 decide again once, on a fresh read.
 
         A 409 means the WebServer changed since the cache saw it. When only its metadata or status changed (same
-        generation), ``recompute`` rebuilds the status for the fresh object from the same verdict inputs (children,
-        problem). A new generation means the children were synced for a spec that is no longer current: writing
-        now would claim ``observedGeneration`` for a spec never applied, so the 409 propagates and the controller
-        reconciles again from the cache (the new generation's own event is on its way). Without ``recompute`` the
-        409 always propagates.
+        generation), the status is decided again for the fresh object from the same observation. A new generation
+        means the children were synced for a spec that is no longer current: writing now would claim
+        ``observedGeneration`` for a spec never applied, so the 409 propagates and the controller reconciles again
+        from the cache (the new generation's own event is on its way).
         """
-        meta = obj["metadata"]
-        key = (str(meta["namespace"]), str(meta["name"]))
-        path = WEBSERVERS.path(namespace=meta["namespace"], name=meta["name"], subresource="status")
-        body = copy.deepcopy(obj)
-        body["status"] = status
+        status = next_status(obj, seen, now=self._clock())
+        if status is None:
+            return
         try:
-            await self._put_status(key, path, body)
+            await self._put_status(obj, status)
         except Conflict:
-            if recompute is None:
-                raise
             fresh = await self._fresh_webserver(obj)
             if fresh is None:
                 return
             if _generation(fresh) != _generation(obj):
                 raise
-            try:
-                redo = recompute(WebServer.model_validate(fresh))
-            except ValidationError:
-                return  # the spec changed into something invalid: the next reconcile reports it
-            if not status_changed(fresh.get("status"), redo):
-                return
-            body = copy.deepcopy(fresh)
-            body["status"] = redo
-            await self._put_status(key, path, body)
+            status = next_status(fresh, seen, now=self._clock())
+            if status is not None:
+                await self._put_status(fresh, status)
         except NotFound:
-            log.debug("WebServer deleted before its status was written", extra={"object_name": meta["name"]})
+            log.debug("WebServer deleted before its status was written", extra={"object_name": _name(obj)})
 
-    async def _put_status(self, key: ObjectKey, path: str, body: KubeObject) -> None:
-        """PUT ``body`` to the status subresource and remember what it returned and which version it replaced."""
+    async def _put_status(self, obj: KubeObject, status: dict[str, Any]) -> None:
+        """PUT ``status`` on ``obj`` and remember what the API server returned and which version it replaced."""
+        meta = obj["metadata"]
+        body = {**obj, "status": status}
+        path = WEBSERVERS.path(namespace=meta["namespace"], name=meta["name"], subresource="status")
         written = await self._api.request("PUT", path, body=body)
-        self._status_written[key] = (_resource_version(body), written)
+        self._status_written[(str(meta["namespace"]), str(meta["name"]))] = (_resource_version(obj), written)
 
     async def _fresh_webserver(self, obj: KubeObject) -> KubeObject | None:
         meta = obj["metadata"]
@@ -497,35 +464,45 @@ class WebServerReconciler:
         except NotFound:
             return None
 
-    async def _refuse_spec(self, obj: KubeObject, *, reason: str, details: str, message: str) -> Result:
-        """The API server accepted a spec the operator will not act on (e.g. stored under an older CRD).
+    async def _refuse(self, obj: KubeObject, refusal: Refusal) -> Result:
+        """A spec the API server accepted and the operator will not act on: report it, touch no child.
 
-        Stalled with ``reason`` and a Warning, once per generation; nothing is written to the children.
+        Stalled with the refusal's reason and a Warning, once per generation; nothing to retry until the spec changes.
         """
+        await self._write_status(obj, refusal)
         meta = obj.get("metadata") or {}
-        generation = int(meta.get("generation") or 0)
-        old_status = obj.get("status") or {}
-        status = dict(old_status)
-        status["observedGeneration"] = generation
-        status["conditions"] = with_kstatus_conditions(
-            list(old_status.get("conditions") or []),
-            {"type": READY, "status": "False", "reason": reason, "message": message},
-            stalled=True,
-            generation=generation,
-            now=self._clock(),
-        )
-        if status_changed(old_status or None, status):
-            await self._write_status(obj, status)
         await self._recorder.emit(
-            obj, type_="Warning", reason=reason, message=message, once_key=f"{reason}/{generation}"
+            obj,
+            type_="Warning",
+            reason=refusal.reason,
+            message=refusal.message,
+            once_key=f"{refusal.reason}/{_generation(obj)}",
         )
         log.warning(
             "refused WebServer spec (%s): %s",
-            reason,
-            details,
+            refusal.reason,
+            refusal.message,
             extra={"namespace": meta.get("namespace"), "object_name": meta.get("name")},
         )
         return Result()
+
+
+@dataclass(frozen=True)
+class _Synced:
+    """One child after its sync: as it is now (None: absent, or not ours), whether created now, and any problem."""
+
+    live: KubeObject | None
+    problem: Problem | None = None
+    created: bool = False
+
+
+def _involved(ws: WebServer) -> KubeObject:
+    """The WebServer as an Event's involved object (its raw metadata carries uid and resourceVersion)."""
+    return {"apiVersion": ws.api_version, "kind": ws.kind, "metadata": ws.metadata}
+
+
+def _name(obj: KubeObject) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
 
 
 def _group(api_version: str) -> str:

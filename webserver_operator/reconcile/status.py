@@ -6,13 +6,20 @@ state writes nothing. ``Ready`` answers the one question users ask (``kubectl wa
 the requested pods of the current version available? When the answer is no, the reason says why in one CamelCase word
 and the message says what to do, because the person reading it cannot see the operator's logs.
 
-Called by ``reconcile.reconciler`` with the children it just synced and the ``reconcile.problems.Problem`` it met,
-if any; hands back the status body the reconciler writes (or skips, when ``status_changed`` says nothing changed).
+The whole decision lives here, behind one call: ``next_status(obj, seen, now=...)`` takes the stored WebServer and
+what the reconciler saw (an ``Observation``: the children it just synced and the ``reconcile.problems.Problem`` it
+met, if any; or a ``Refusal``: a spec it will not act on) and hands back the status body to write, or ``None`` when
+the stored status already says it. The reconciler calls it once per attempt (twice when the first write meets a 409)
+and only does the I/O.
 """
 
 import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
+
+from pydantic import ValidationError
 
 from webserver_operator.api.models import WebServer
 from webserver_operator.builders.labels import selector_string
@@ -26,6 +33,78 @@ RECONCILING: Final = "Reconciling"
 STALLED: Final = "Stalled"
 #: Ready=False reasons that need a person (kstatus Failed), besides every stalled ``Problem``.
 _STALLED_REASONS: Final = frozenset({"ProgressDeadlineExceeded", "ReplicaFailure", "InvalidSpec"})
+
+
+@dataclass(frozen=True)
+class Observation:
+    """The children as the reconciler left them (None: absent, or not ours to describe) and the first problem met."""
+
+    deployment: KubeObject | None
+    service: KubeObject | None
+    problem: Problem | None = None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A spec the operator will not act on: Ready=False and Stalled, with ``reason`` and ``message``."""
+
+    reason: str
+    message: str
+
+
+def invalid_spec(err: ValidationError) -> Refusal:
+    """The API server stored a spec the models reject (typically under a CRD older than the operator)."""
+    details = "; ".join(f"spec.{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}" for e in err.errors())
+    return Refusal(
+        "InvalidSpec",
+        f"the WebServer's spec is invalid: {details}. Fix the spec (`kubectl explain webserver.spec` lists the "
+        "fields); the CRD may be older than the operator: upgrade it with `kubectl apply --server-side`",
+    )
+
+
+def beyond_baseline(violations: Sequence[str]) -> Refusal:
+    """The rendered pods would be beyond the Pod Security baseline level (``core.podsecurity``)."""
+    return Refusal(
+        "ExceedsPodSecurityBaseline",
+        f"the WebServer asks for pods beyond the Pod Security baseline level: {'; '.join(violations)}. Nothing was "
+        "written to its Deployment. Remove that from spec.securityContext (the CRD refuses it since the operator's "
+        "upgrade; this WebServer was stored before), or have the cluster admin allow privileged WebServers "
+        "(--pod-security-level=privileged, chart value webServerPodSecurityLevel: a risk, see docs/security.md)",
+    )
+
+
+def next_status(obj: KubeObject, seen: Observation | Refusal, *, now: datetime) -> dict[str, Any] | None:
+    """The status to write on the stored WebServer ``obj`` after ``seen``; None when the stored one already says it.
+
+    For an ``Observation``, None too when ``obj``'s spec no longer parses (it changed since the children were synced:
+    the next reconcile reports it). ``now`` stamps condition transitions.
+    """
+    if isinstance(seen, Refusal):
+        status = _refused(obj, seen, now=now)
+    else:
+        try:
+            ws = WebServer.model_validate(obj)
+        except ValidationError:
+            return None
+        status = compute_status(ws, deployment=seen.deployment, service=seen.service, problem=seen.problem, now=now)
+    return status if status_changed(obj.get("status"), status) else None
+
+
+def _refused(obj: KubeObject, refusal: Refusal, *, now: datetime) -> dict[str, Any]:
+    """The stored status with the refusal's verdict; the children's figures stay as last observed."""
+    generation = int((obj.get("metadata") or {}).get("generation") or 0)
+    old = obj.get("status") or {}
+    return {
+        **old,
+        "observedGeneration": generation,
+        "conditions": with_kstatus_conditions(
+            list(old.get("conditions") or []),
+            _verdict("False", refusal.reason, refusal.message),
+            stalled=True,
+            generation=generation,
+            now=now,
+        ),
+    }
 
 
 def _verdict(status: str, reason: str, message: str) -> ConditionDict:
