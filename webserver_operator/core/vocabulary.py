@@ -56,7 +56,7 @@ def controller_of(obj: KubeObject) -> dict[str, Any] | None:
 
 
 class ObjectReader(Protocol):
-    """Read-only view over an informer cache (``runtime.cache.Store``) or a merged group of them."""
+    """Read-only view over an informer cache (``runtime.store.Store``) or a merged group of them."""
 
     def get(self, key: ObjectKey, /) -> KubeObject | None:
         """The cached object with this key, or ``None``. Shared dict: do not mutate."""
@@ -64,10 +64,6 @@ class ObjectReader(Protocol):
 
     def list(self, namespace: str | None = None) -> KubeObjects:
         """All cached objects, or those of one namespace. Shared dicts: do not mutate."""
-        ...
-
-    def by_owner(self, uid: str, /) -> KubeObjects:
-        """Objects whose *controller* ownerReference points at ``uid``. Shared dicts: do not mutate."""
         ...
 
 

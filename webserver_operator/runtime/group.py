@@ -2,7 +2,7 @@
 
 Why: an operator restricted to a few namespaces (RBAC via Roles, not a ClusterRole) cannot list cluster-wide, so it
 needs one list+watch per namespace, like controller-runtime's multi-namespace cache. Reconcilers should not care: the
-group answers ``get``/``list``/``by_owner`` (the ``core.vocabulary.ObjectReader`` shape) by routing a key to the
+group answers ``get``/``list`` (the ``core.vocabulary.ObjectReader`` shape) by routing a key to the
 informer of its namespace, and ``synced`` is set only once every member has listed, so readiness waits for the whole
 view.
 
@@ -119,10 +119,6 @@ class InformerGroup:
             informer = self._for(namespace)
             return informer.store.list(namespace) if informer is not None else []
         return [obj for informer in self.informers for obj in informer.store.list()]
-
-    def by_owner(self, uid: str, /) -> KubeObjects:
-        # Owner and children share a namespace, but the UID alone does not say which: ask every store (cheap: dicts).
-        return [obj for informer in self.informers for obj in informer.store.by_owner(uid)]
 
     # -- lifecycle and health -------------------------------------------------------------------------------------
 

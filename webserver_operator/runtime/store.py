@@ -1,8 +1,8 @@
 """The informer's in-memory store: the last listed/watched state of one resource, keyed by ``(namespace, name)``.
 
 Why: reconcilers read from here instead of the API server (client-go ``Indexer`` / controller-runtime cache), which is
-what keeps steady state free of polling reads. One secondary index, by the UID of the *controller* ownerReference,
-answers "which children does this owner have" without a scan, like controller-runtime's owner field indexes.
+what keeps steady state free of polling reads. No secondary index: children are found by their deterministic name
+(the WebServer's), so nothing asks "which children does this owner have".
 
 Not thread-safe by design: it is only touched from the event loop, and every mutation is a synchronous call, so no
 reader ever sees a half-applied change.
@@ -16,14 +16,7 @@ Owned by ``runtime.informer`` (one per informer); read by reconcilers through ``
 import builtins
 from collections.abc import Iterable
 
-from webserver_operator.core.vocabulary import (
-    EventType,
-    KubeObject,
-    KubeObjects,
-    ObjectKey,
-    controller_of,
-    object_key,
-)
+from webserver_operator.core.vocabulary import EventType, KubeObject, KubeObjects, ObjectKey, object_key
 
 #: ``(type, new_or_deleted_object, old_object_or_None)``: what changed in the store, as informer handlers receive it.
 StoreEvent = tuple[EventType, KubeObject, KubeObject | None]
@@ -33,19 +26,11 @@ def _resource_version_of(obj: KubeObject) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
-def _controller_uid(obj: KubeObject) -> str | None:
-    ref = controller_of(obj)
-    uid = ref.get("uid") if ref else None
-    return uid if isinstance(uid, str) and uid else None
-
-
 class Store:
-    """``(namespace, name) -> object`` plus an index by controller-owner UID; a ``core.vocabulary.ObjectReader``."""
+    """``(namespace, name) -> object``; a ``core.vocabulary.ObjectReader``."""
 
     def __init__(self) -> None:
         self._items: dict[ObjectKey, KubeObject] = {}
-        self._owner_of: dict[ObjectKey, str] = {}
-        self._by_owner: dict[str, set[ObjectKey]] = {}
         #: resourceVersion of the last full list applied with ``replace`` ("" before the first list).
         self.resource_version = ""
 
@@ -58,12 +43,6 @@ class Store:
         if namespace is None:
             return list(self._items.values())
         return [obj for (ns, _), obj in self._items.items() if ns == namespace]
-
-    def keys(self) -> builtins.list[ObjectKey]:
-        return list(self._items)
-
-    def by_owner(self, uid: str, /) -> KubeObjects:
-        return [self._items[key] for key in self._by_owner.get(uid, ())]
 
     def __len__(self) -> int:
         return len(self._items)
@@ -78,16 +57,10 @@ class Store:
         key = object_key(obj)
         old = self._items.get(key)
         self._items[key] = obj
-        self._unindex(key)
-        uid = _controller_uid(obj)
-        if uid is not None:
-            self._owner_of[key] = uid
-            self._by_owner.setdefault(uid, set()).add(key)
         return old
 
     def delete(self, key: ObjectKey, /) -> KubeObject | None:
         """Remove ``key``; returns the removed object, or ``None`` if it was not there."""
-        self._unindex(key)
         return self._items.pop(key, None)
 
     def replace(self, objects: Iterable[KubeObject], resource_version: str) -> builtins.list[StoreEvent]:
@@ -111,13 +84,3 @@ class Store:
                 changes.append(("MODIFIED", obj, old))
         self.resource_version = resource_version
         return changes
-
-    def _unindex(self, key: ObjectKey) -> None:
-        uid = self._owner_of.pop(key, None)
-        if uid is None:
-            return
-        keys = self._by_owner.get(uid)
-        if keys is not None:
-            keys.discard(key)
-            if not keys:
-                del self._by_owner[uid]

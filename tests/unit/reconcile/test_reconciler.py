@@ -43,9 +43,6 @@ class LiveCache:
     def list(self, namespace: str | None = None) -> KubeObjects:
         return list(self.api.collections.get(self.collection, {}).values())
 
-    def by_owner(self, uid: str, /) -> KubeObjects:
-        return []
-
 
 class StaleCache(LiveCache):
     """A cache that has not seen anything yet (an informer lagging behind our own create)."""

@@ -323,17 +323,6 @@ async def test_handler_exception_does_not_break_the_informer() -> None:
     assert kube.watch_queries[-1]["resourceVersion"] == "4"
 
 
-async def test_store_owner_index_follows_watch_events() -> None:
-    kube = FakeKube(
-        lists=[page([obj("c1", "1", owner_uid="u1"), obj("c2", "2", owner_uid="u1")], "3")],
-        watches=[[event("MODIFIED", obj("c2", "4", owner_uid="u2")), event("DELETED", obj("c1", "5", owner_uid="u1"))]],
-    )
-    informer = make_informer(kube)
-    await run_until_idle(informer, kube)
-    assert informer.store.by_owner("u1") == []
-    assert [o["metadata"]["name"] for o in informer.store.by_owner("u2")] == ["c2"]
-
-
 @pytest.mark.parametrize(
     ("base", "rng", "expected"),
     [

@@ -33,7 +33,11 @@ def test_replace_reports_added_modified_deleted_and_skips_unchanged() -> None:
     ]
     assert summary == [("DELETED", "c", None), ("MODIFIED", "b", "1"), ("ADDED", "d", None)]
     assert store.resource_version == "20"
-    assert sorted(store.keys()) == [("ns", "a"), ("ns", "b"), ("ns", "d")]
+    assert sorted((o["metadata"]["namespace"], o["metadata"]["name"]) for o in store.list()) == [
+        ("ns", "a"),
+        ("ns", "b"),
+        ("ns", "d"),
+    ]
 
 
 def test_get_list_by_namespace_and_cluster_scoped_keys() -> None:
@@ -46,29 +50,6 @@ def test_get_list_by_namespace_and_cluster_scoped_keys() -> None:
     assert store.get(("z", "a")) is None
     assert names(store.list("y")) == ["a"]
     assert len(store.list()) == 3
-
-
-def test_owner_index_tracks_controller_reference_only() -> None:
-    store = Store()
-    store.upsert(obj("c1", "1", owner="u1"))
-    store.upsert(obj("c2", "1", owner="u1"))
-    store.upsert(obj("c3", "1"))
-    assert names(store.by_owner("u1")) == ["c1", "c2"]
-    assert store.by_owner("not-controller") == []
-
-    store.upsert(obj("c2", "2", owner="u2"))  # re-parented
-    assert names(store.by_owner("u1")) == ["c1"]
-    assert names(store.by_owner("u2")) == ["c2"]
-
-    store.upsert(obj("c1", "3"))  # orphaned
-    assert store.by_owner("u1") == []
-
-    store.delete(("ns", "c2"))
-    assert store.by_owner("u2") == []
-
-    store.replace([obj("c9", "1", owner="u9")], "5")
-    assert names(store.by_owner("u9")) == ["c9"]
-    assert store.by_owner("u1") == store.by_owner("u2") == []
 
 
 def test_upsert_and_delete_return_previous_object() -> None:
