@@ -6,9 +6,11 @@ The full *child labels* add ``managed-by`` (which label-filtered informers use t
 ``CHILD_LABEL_SELECTOR``) and ``component``. All keys are the recommended ``app.kubernetes.io/*`` labels, so
 dashboards and ``kubectl get -l`` work without knowing this operator.
 
-Used by the other builders, ``reconcile.setup`` (the informers' label selector) and ``reconcile.status``
-(``status.selector``).
+Used by the other builders, ``reconcile.setup`` (the informers' label selector, and ``orphan_of`` as the orphan
+rule of the child watches), ``reconcile.reconciler`` (adoption) and ``reconcile.status`` (``status.selector``).
 """
+
+from typing import Any
 
 NAME_LABEL = "app.kubernetes.io/name"
 NAME_VALUE = "webserver"
@@ -30,6 +32,20 @@ def selector_labels(name: str) -> dict[str, str]:
 def selector_string(name: str) -> str:
     """The selector in string form (``k=v,k=v``, keys sorted): ``status.selector`` and the scale labelSelectorPath."""
     return ",".join(f"{key}={value}" for key, value in sorted(selector_labels(name).items()))
+
+
+def orphan_of(obj: dict[str, Any]) -> str | None:
+    """The WebServer a child with our labels belongs to by its instance label, or None when it has not got them.
+
+    The adoption rule, in one place: a child left without a controller by ``kubectl delete --cascade=orphan`` keeps
+    our labels, so it wakes (``reconcile.setup``) and is adopted by (``reconcile.reconciler``) the WebServer its
+    ``app.kubernetes.io/instance`` label names. Only for objects without a controller reference.
+    """
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    instance = labels.get(INSTANCE_LABEL)
+    if labels.get(MANAGED_BY_LABEL) != MANAGED_BY_VALUE or not isinstance(instance, str) or not instance:
+        return None
+    return instance
 
 
 def child_labels(name: str) -> dict[str, str]:

@@ -47,6 +47,11 @@ def object_key(obj: KubeObject) -> ObjectKey:
     return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 
+def api_group(api_version: str) -> str:
+    """The API group of an ``apiVersion``: ``apps/v1`` -> ``apps``; the core group's ``v1`` -> ``""``."""
+    return api_version.rpartition("/")[0]
+
+
 def controller_of(obj: KubeObject) -> dict[str, Any] | None:
     """The ownerReference of ``obj`` with ``controller: true``, or None (Kubernetes allows at most one)."""
     for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:

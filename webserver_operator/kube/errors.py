@@ -126,7 +126,7 @@ class ApiError(KubeError):
 class NotFound(ApiError):  # noqa: N818 - Kubernetes' reason names
     hint = (
         "The object does not exist (deleted meanwhile?) or its API is not served: "
-        "if this is the WebServer API, install the chart's CRDs."
+        "if the resource is defined by a CustomResourceDefinition, install that CRD."
     )
 
 

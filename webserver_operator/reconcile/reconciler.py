@@ -37,13 +37,8 @@ from pydantic import ValidationError
 
 from webserver_operator import metrics
 from webserver_operator.api.models import WEBSERVERS, WebServer
-from webserver_operator.builders import (
-    INSTANCE_LABEL,
-    MANAGED_BY_LABEL,
-    MANAGED_BY_VALUE,
-    desired_deployment,
-    desired_service,
-)
+from webserver_operator.builders import child_name, desired_deployment, desired_service
+from webserver_operator.builders.labels import orphan_of
 from webserver_operator.core.jsondiff import Difference, compare
 from webserver_operator.core.podsecurity import PodSecurityLevel, baseline_violations
 from webserver_operator.core.resources import DEPLOYMENTS, SERVICES, Resource
@@ -53,6 +48,7 @@ from webserver_operator.core.vocabulary import (
     KubeObject,
     ObjectKey,
     ObjectReader,
+    api_group,
     controller_of,
 )
 from webserver_operator.kube.client import FIELD_MANAGER
@@ -87,6 +83,10 @@ class _Child:
     @property
     def kind(self) -> str:
         return self.resource.kind
+
+    def path(self, ws: WebServer) -> str:
+        """The REST path of ``ws``'s child of this kind (named by ``builders.child_name``)."""
+        return self.resource.path(namespace=ws.namespace, name=child_name(ws))
 
 
 class WebServerReconciler:
@@ -171,7 +171,7 @@ class WebServerReconciler:
             child for child, out in zip(children, outcomes, strict=True) if isinstance(out, _Synced) and out.created
         ]
         if made:
-            names = " and ".join(f"{child.kind} {ws.name}" for child in made)
+            names = " and ".join(f"{child.kind} {child_name(ws)}" for child in made)
             await self._recorder.emit(involved, type_="Normal", reason="Created", message=f"Created {names}")
         synced: dict[_Child, _Synced] = {}
         failure: BaseException | None = None
@@ -194,7 +194,7 @@ class WebServerReconciler:
                         involved,
                         type_="Warning",
                         reason="ReconcileError",
-                        message=f"{child.kind} {ws.name}: {outcome} (retrying with backoff)",
+                        message=f"{child.kind} {child_name(ws)}: {outcome} (retrying with backoff)",
                         once_key=f"error/{ws.generation}/{type(outcome).__name__}/{getattr(outcome, 'status', '')}",
                     )
                 failure = failure or outcome
@@ -214,9 +214,8 @@ class WebServerReconciler:
         A child that is not ours (or has a selector we cannot fix) is reported and not described (``live`` None); a
         child whose update the API server rejected is described as it still is.
         """
-        key = (ws.namespace, ws.name)
-        live = child.cache.get(key)
-        if live is None and (key, child.kind) in self._not_ours:
+        live = child.cache.get((ws.namespace, child_name(ws)))
+        if live is None and ((ws.namespace, ws.name), child.kind) in self._not_ours:
             live = await self._read(child, ws)
         if live is None:
             try:
@@ -227,7 +226,7 @@ class WebServerReconciler:
                 return _Synced(new, created=True)
             # It exists but the cache has not seen it (ours, just created) or cannot (not our labels): read it.
             # A NotFound here (deleted since the 409) propagates and the retry creates it.
-            live = await self._api.request("GET", child.resource.path(namespace=ws.namespace, name=ws.name))
+            live = await self._api.request("GET", child.path(ws))
         try:
             self._check_ownership(ws, child, live)
         except Problem as problem:
@@ -287,12 +286,12 @@ class WebServerReconciler:
         writer = None
         if not adopting and not spec_changed and self._fights.next_repair_is_a_fight(fought):
             # The cache drops managedFields: read who wrote the field once, when the repair makes it a fight.
-            current = await self._api.request("GET", child.resource.path(namespace=ws.namespace, name=ws.name))
+            current = await self._api.request("GET", child.path(ws))
             writer = last_writer(current, difference.paths, ignore=FIELD_MANAGER)
         try:
             updated = await self._api.request(
                 "PATCH",
-                child.resource.path(namespace=ws.namespace, name=ws.name),
+                child.path(ws),
                 body=difference.patch,
                 content_type=MERGE_PATCH,
             )
@@ -329,13 +328,13 @@ class WebServerReconciler:
             _involved(ws),
             type_="Normal",
             reason=reason,
-            message=f"{what.capitalize()} {child.kind} {ws.name}: {', '.join(paths)}",
+            message=f"{what.capitalize()} {child.kind} {child_name(ws)}: {', '.join(paths)}",
         )
         return updated
 
     async def _read(self, child: _Child, ws: WebServer) -> KubeObject | None:
         try:
-            return await self._api.request("GET", child.resource.path(namespace=ws.namespace, name=ws.name))
+            return await self._api.request("GET", child.path(ws))
         except NotFound:
             self._not_ours.discard(((ws.namespace, ws.name), child.kind))
             return None
@@ -354,13 +353,12 @@ class WebServerReconciler:
         if owner is not None:
             if owner.get("uid") == ws.uid:
                 return
-            group = _group(str(owner.get("apiVersion") or ""))
-            if owner.get("kind") == ws.kind and group == _group(ws.api_version) and owner.get("name") == ws.name:
+            group = api_group(str(owner.get("apiVersion") or ""))
+            if owner.get("kind") == ws.kind and group == api_group(ws.api_version) and owner.get("name") == ws.name:
                 raise self._garbage_collection(ws, child, owner)
             detail = f"it is controlled by {owner.get('kind')}{'.' + group if group else ''}/{owner.get('name')}"
         else:
-            labels = (live.get("metadata") or {}).get("labels") or {}
-            if labels.get(MANAGED_BY_LABEL) == MANAGED_BY_VALUE and labels.get(INSTANCE_LABEL) == ws.name:
+            if orphan_of(live) == ws.name:
                 return  # orphaned child of ours (e.g. kubectl delete --cascade=orphan): adopt it
             detail = "it was not created by webserver-operator"
         kind = child.kind
@@ -503,11 +501,6 @@ def _involved(ws: WebServer) -> KubeObject:
 
 def _name(obj: KubeObject) -> str:
     return str((obj.get("metadata") or {}).get("name") or "")
-
-
-def _group(api_version: str) -> str:
-    """The API group of ``apiVersion`` (``apps/v1`` -> ``apps``; the core group ``v1`` -> ``""``)."""
-    return api_version.rpartition("/")[0]
 
 
 def _resource_version(obj: KubeObject) -> str:

@@ -19,6 +19,7 @@ import contextlib
 from webserver_operator import metrics
 from webserver_operator.api.models import WEBSERVERS
 from webserver_operator.builders import CHILD_LABEL_SELECTOR
+from webserver_operator.builders.labels import orphan_of
 from webserver_operator.core.resources import DEPLOYMENTS, SERVICES
 from webserver_operator.core.settings import ControllerSettings
 from webserver_operator.core.vocabulary import ApiRequests, EventType, KubeObject
@@ -82,8 +83,8 @@ def setup_webserver_controller(cache: InformerCache, *, api: ApiRequests, settin
     controller = (
         ControllerBuilder(CONTROLLER_NAME, cache, settings)
         .for_(WEBSERVERS)
-        .owns(DEPLOYMENTS, label_selector=CHILD_LABEL_SELECTOR)
-        .owns(SERVICES, label_selector=CHILD_LABEL_SELECTOR)
+        .owns(DEPLOYMENTS, label_selector=CHILD_LABEL_SELECTOR, orphans=orphan_of)
+        .owns(SERVICES, label_selector=CHILD_LABEL_SELECTOR, orphans=orphan_of)
         .watches(SERVICES, keys_on_delete(reconciler.keys_with_problems), label_selector=CHILD_LABEL_SELECTOR)
         .complete(reconciler)
     )

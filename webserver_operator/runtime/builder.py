@@ -18,7 +18,7 @@ from webserver_operator.core.settings import ControllerSettings
 from webserver_operator.core.vocabulary import EventHandler, EventType, KubeObject, ObjectKey
 from webserver_operator.runtime.cache import InformerCache
 from webserver_operator.runtime.controller import Controller
-from webserver_operator.runtime.enqueue import KeyMapper, keys_for_object, keys_for_owner
+from webserver_operator.runtime.enqueue import KeyMapper, OrphanRule, keys_for_object, keys_for_owner
 from webserver_operator.runtime.group import InformerGroup
 from webserver_operator.runtime.result import Reconciler
 from webserver_operator.runtime.workqueue import WorkQueue
@@ -50,11 +50,16 @@ class ControllerBuilder:
         self._watches.append(_Watch(resource, label_selector, keys_for_object))
         return self
 
-    def owns(self, resource: Resource, *, label_selector: str | None = None) -> Self:
-        """Children: each event asks for the key of the primary object that controls it (``EnqueueRequestForOwner``)."""
+    def owns(self, resource: Resource, *, label_selector: str | None = None, orphans: OrphanRule | None = None) -> Self:
+        """Children: each event asks for the key of the primary object that controls it (``EnqueueRequestForOwner``).
+
+        ``orphans`` names the owner of a child without a controller reference (to adopt it); None: nobody.
+        """
         if self._primary is None:
             raise ValueError("declare the reconciled resource with for_() before owns()")
-        mapper = keys_for_owner(owner_kind=self._primary.kind, owner_api_version=self._primary.api_version)
+        mapper = keys_for_owner(
+            owner_kind=self._primary.kind, owner_api_version=self._primary.api_version, orphans=orphans
+        )
         self._watches.append(_Watch(resource, label_selector, mapper))
         return self
 

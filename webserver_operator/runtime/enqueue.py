@@ -7,45 +7,42 @@ wakes its controller owner, and on an update both the old and new owner are woke
 The owner is matched by kind and API *group* only, never version, so children written under ``v1`` still find an
 owner served as ``v1beta1`` later.
 
-Unlike controller-runtime, a child with no controller reference at all still wakes the owner named by its
-``app.kubernetes.io/instance`` label: an orphan left by ``kubectl delete --cascade=orphan`` must reach its would-be
-owner so it can be adopted. A child controlled by someone else never wakes us through the label.
+Unlike controller-runtime, a child with no controller reference at all can still wake a would-be owner: the
+controller passes its orphan rule (``orphans``: which owner name an orphan belongs to; this project's is
+``builders.labels.orphan_of``), so an orphan left by ``kubectl delete --cascade=orphan`` reaches the owner that will
+adopt it. A child controlled by someone else never wakes us that way. Nothing here knows a label of its own.
 
 Used by ``runtime.builder`` (For, Owns, Watches); what they return goes to ``WorkQueue.add``.
 """
 
 from collections.abc import Callable, Iterable
 
-from webserver_operator.core.vocabulary import EventType, KubeObject, ObjectKey, controller_of, object_key
-
-INSTANCE_LABEL = "app.kubernetes.io/instance"
+from webserver_operator.core.vocabulary import EventType, KubeObject, ObjectKey, api_group, controller_of, object_key
 
 #: ``(type, obj, old) -> keys to reconcile``; must not block (it runs inside the informer's event dispatch).
 KeyMapper = Callable[[EventType, KubeObject, KubeObject | None], Iterable[ObjectKey]]
+#: ``obj -> name of the owner an object without a controller reference belongs to``, or None.
+OrphanRule = Callable[[KubeObject], str | None]
 
 
-def _api_group(api_version: str) -> str:
-    """``apps/v1`` -> ``apps``; ``v1`` (core) -> ``""``."""
-    return api_version.rpartition("/")[0]
-
-
-def owner_key(obj: KubeObject, *, owner_kind: str, owner_api_version: str) -> ObjectKey | None:
+def owner_key(
+    obj: KubeObject, *, owner_kind: str, owner_api_version: str, orphans: OrphanRule | None = None
+) -> ObjectKey | None:
     """Key of the owner that ``obj`` should wake, or ``None``.
 
     The controller ownerReference wins when it points at ``owner_kind`` in the owner's API group; with no controller
-    reference at all, the ``app.kubernetes.io/instance`` label names the would-be owner in the same namespace.
+    reference at all, ``orphans`` (if given) names the would-be owner in the same namespace.
     """
     namespace, _ = object_key(obj)
     ref = controller_of(obj)
     if ref is not None:
-        same_group = _api_group(str(ref.get("apiVersion") or "")) == _api_group(owner_api_version)
+        same_group = api_group(str(ref.get("apiVersion") or "")) == api_group(owner_api_version)
         if ref.get("kind") != owner_kind or not same_group:
             return None
         name = ref.get("name")
         return (namespace, name) if isinstance(name, str) and name else None
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    instance = labels.get(INSTANCE_LABEL)
-    return (namespace, instance) if isinstance(instance, str) and instance else None
+    owner = orphans(obj) if orphans is not None else None
+    return (namespace, owner) if owner else None
 
 
 def keys_for_object(_type: EventType, obj: KubeObject, _old: KubeObject | None) -> list[ObjectKey]:
@@ -53,13 +50,15 @@ def keys_for_object(_type: EventType, obj: KubeObject, _old: KubeObject | None) 
     return [object_key(obj)]
 
 
-def keys_for_owner(*, owner_kind: str, owner_api_version: str) -> KeyMapper:
+def keys_for_owner(*, owner_kind: str, owner_api_version: str, orphans: OrphanRule | None = None) -> KeyMapper:
     """For owned children: the owner of the new object and, if different, of the old one."""
 
     def keys(_type: EventType, obj: KubeObject, old: KubeObject | None) -> set[ObjectKey]:
-        found = {owner_key(obj, owner_kind=owner_kind, owner_api_version=owner_api_version)}
-        if old is not None:
-            found.add(owner_key(old, owner_kind=owner_kind, owner_api_version=owner_api_version))
+        found = {
+            owner_key(each, owner_kind=owner_kind, owner_api_version=owner_api_version, orphans=orphans)
+            for each in (obj, old)
+            if each is not None
+        }
         return {key for key in found if key is not None}
 
     return keys

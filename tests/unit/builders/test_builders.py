@@ -14,6 +14,7 @@ from webserver_operator.builders import (
     selector_labels,
     selector_string,
 )
+from webserver_operator.builders.labels import orphan_of
 
 
 def make_ws(metadata: dict[str, Any] | None = None, **spec: Any) -> WebServer:
@@ -137,3 +138,11 @@ def test_desired_service_fixed_node_port() -> None:
     assert desired_service(make_ws(nodePort=30080))["spec"]["ports"] == [
         {"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP", "nodePort": 30080}
     ]
+
+
+def test_an_orphan_belongs_to_the_webserver_its_instance_label_names_only_with_our_managed_by_label() -> None:
+    ours = {"metadata": {"labels": child_labels("web")}}
+    assert orphan_of(ours) == "web"
+    foreign = {"metadata": {"labels": {"app.kubernetes.io/instance": "web"}}}
+    assert orphan_of(foreign) is None
+    assert orphan_of({"metadata": {}}) is None

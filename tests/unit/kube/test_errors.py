@@ -57,7 +57,7 @@ def test_not_found() -> None:
     assert not err.retriable
     text = str(err)
     assert text.startswith(f'GET {DEPLOY} failed with HTTP 404 NotFound: deployments.apps "web" not found.')
-    assert "CRDs" in text
+    assert "install that CRD" in text
 
 
 def test_conflict_already_exists_vs_conflict() -> None:

@@ -64,7 +64,7 @@ async def test_for_owns_and_watches_feed_the_queue() -> None:
     cache, builder = _webservers_owning_deployments("builder-test", workers=2)
     reconciler = _Recorder()
     controller = (
-        builder.owns(SERVICES, label_selector=SELECTOR)
+        builder.owns(SERVICES, label_selector=SELECTOR, orphans=lambda obj: obj["metadata"]["labels"].get("instance"))
         .watches(SERVICES, keys_on_delete(lambda: [("ns", "waiting")]), label_selector=SELECTOR)
         .complete(reconciler)
     )
@@ -76,7 +76,7 @@ async def test_for_owns_and_watches_feed_the_queue() -> None:
     services = cache.group(SERVICES, label_selector=SELECTOR).informers[0]
     cache.group(WEBSERVERS).informers[0].on_event("ADDED", _obj("primary"), None)
     deployments.on_event("MODIFIED", _obj("d", owner="owner"), None)
-    services.on_event("ADDED", _obj("s", labels={"app.kubernetes.io/instance": "adopt-me"}), None)
+    services.on_event("ADDED", _obj("s", labels={"instance": "adopt-me"}), None)  # an orphan, by the rule given
     services.on_event("DELETED", _obj("s", owner="owner"), None)
     keys = await _reconciled(controller, reconciler, 4)
     await task

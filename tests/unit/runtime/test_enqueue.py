@@ -8,7 +8,14 @@ from webserver_operator.runtime.enqueue import keys_for_owner, keys_on_delete, o
 
 pytestmark = pytest.mark.timeout(5)
 
-OWNER = {"owner_kind": "WebServer", "owner_api_version": "example.com/v1"}
+
+def by_instance_label(obj: dict[str, Any]) -> str | None:
+    """An orphan rule as a controller passes one: the instance label names the would-be owner."""
+    owner = (obj["metadata"].get("labels") or {}).get("app.kubernetes.io/instance")
+    return owner if isinstance(owner, str) else None
+
+
+OWNER: dict[str, Any] = {"owner_kind": "WebServer", "owner_api_version": "example.com/v1", "orphans": by_instance_label}
 
 
 def child(
@@ -41,8 +48,13 @@ def test_foreign_controller_never_wakes_us_even_with_our_label(foreign: dict[str
     assert owner_key(obj, **OWNER) is None
 
 
-def test_orphan_falls_back_to_instance_label() -> None:
+def test_orphan_falls_back_to_the_controllers_orphan_rule() -> None:
     assert owner_key(child(labels={"app.kubernetes.io/instance": "web"}), **OWNER) == ("ns", "web")
+
+
+def test_without_an_orphan_rule_an_orphan_wakes_nobody() -> None:
+    orphan = child(labels={"app.kubernetes.io/instance": "web"})
+    assert owner_key(orphan, owner_kind="WebServer", owner_api_version="example.com/v1") is None
 
 
 def test_non_controller_owner_reference_is_not_a_controller() -> None:
