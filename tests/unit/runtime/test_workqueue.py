@@ -197,6 +197,19 @@ async def test_add_rate_limited_delays_by_backoff_and_counts_retries() -> None:
     assert sample("workqueue_retries_total", "wq-rate-limited") - before == 2
 
 
+async def test_retry_after_is_honoured_up_to_the_maximum_backoff() -> None:
+    """A 429 with ``Retry-After: 86400`` (a misbehaving proxy) must not park a key for a day: it waits at most the
+    queue's maximum backoff, as the client's own retries cap the same header. A shorter Retry-After is honoured."""
+    clock = FakeClock()
+    q: WorkQueue[Key] = WorkQueue(name="wq-retry-after", base_backoff=1.0, max_backoff=300.0, clock=clock)
+    q.add_rate_limited(A, at_least=86400.0)
+    q.add_rate_limited(B, at_least=42.0)
+    assert q.pending_delayed() == {A: 300.0, B: 42.0}
+    clock.advance(300.0)
+    q.flush_due()
+    assert len(q) == 2
+
+
 async def test_shutdown_releases_waiting_getters_and_ignores_adds() -> None:
     q: WorkQueue[Key] = WorkQueue(name="wq-shutdown")
     getters = [asyncio.create_task(q.get()) for _ in range(3)]
