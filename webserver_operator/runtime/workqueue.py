@@ -17,8 +17,9 @@ Why these semantics: they are what makes a level-triggered controller correct wi
   it goes through ``add``, so it collapses into a queued or in-flight copy of the key instead of duplicating it.
 * **Per-key exponential backoff** (``add_rate_limited``/``forget``): client-go's ``ItemExponentialFailureRateLimiter``
   (base 5 ms, doubling, capped at 5 min, no jitter), computed by ``core.backoff.BackoffPolicy`` with one attempt
-  count per key. A server's ``Retry-After`` (``at_least``) is honoured up to the same cap. ``forget`` resets it after a success. controller-runtime also combines this with an
-  overall token bucket; the API client's own rate limiting covers that here.
+  count per key. A server's ``Retry-After`` (``at_least``) is honoured up to the same cap. ``forget`` resets it
+  after a success. controller-runtime also combines this with an overall token bucket; the API client's own rate
+  limiting covers that here.
 
 Deviation from client-go: after ``shutdown`` ``get`` returns ``None`` at once instead of draining queued keys. The
 queue is rebuilt from the informer caches on the next start (level-triggered), so stopping quickly loses nothing.
