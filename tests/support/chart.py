@@ -35,7 +35,7 @@ MANAGER_RULES: frozenset[Rule] = frozenset(
     | {(GROUP, "webservers/finalizers", "update")}
     | {("apps", "deployments", v) for v in ("get", "list", "watch", "create", "patch")}
     | {("", "services", v) for v in ("get", "list", "watch", "create", "patch")}
-    | {("", "events", v) for v in ("create", "patch")}
+    | {("", "events", "create")}
 )
 LEADER_ELECTION_RULES: frozenset[Rule] = frozenset(
     {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")}

@@ -94,9 +94,10 @@ watchNamespaces is set, by one Role per watched namespace.
 - apiGroups: [""]
   resources: ["services"]
   verbs: ["get", "list", "watch", "create", "patch"]
+# Events are only created (each with generateName), never patched or updated.
 - apiGroups: [""]
   resources: ["events"]
-  verbs: ["create", "patch"]
+  verbs: ["create"]
 {{- end }}
 
 {{/*
