@@ -157,7 +157,10 @@ class LeaderElectionSettings(_Section):
     )
     lease_duration: float = Field(default=15.0, gt=0, description="Seconds a standby waits before taking over.")
     renew_deadline: float = Field(
-        default=10.0, gt=0, description="Seconds the leader retries renewing before it quits."
+        default=10.0,
+        gt=0,
+        description="Seconds the leader may write after its last successful renew was sent, and retries one renew "
+        "before it quits.",
     )
     retry_period: float = Field(default=2.0, gt=0, description="Seconds between leader election attempts.")
 
