@@ -6,19 +6,12 @@ import logging
 
 import pytest
 
+from tests.support.clock import ManualClock
 from webserver_operator.core.repeats import RepeatedFailure
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_warns_when_it_starts_then_once_a_period_with_the_count() -> None:
-    clock = Clock()
+    clock = ManualClock(0.0)
     failures = RepeatedFailure(every=60.0, clock=clock)
     levels = []
     for second in range(0, 125, 2):
@@ -32,7 +25,7 @@ def test_warns_when_it_starts_then_once_a_period_with_the_count() -> None:
 
 
 def test_a_different_failure_is_a_warning_at_once_and_success_starts_over() -> None:
-    clock = Clock()
+    clock = ManualClock(0.0)
     failures = RepeatedFailure(every=60.0, clock=clock)
     assert failures.failed("acquire: 503").level == logging.WARNING
     assert failures.failed("acquire: 503").level == logging.DEBUG

@@ -4,25 +4,18 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.clock import ManualClock
 from webserver_operator.kube.fence import LeaseFence
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_a_new_fence_refuses_until_the_first_renew() -> None:
-    fence = LeaseFence("ops/leader", clock=Clock())
+    fence = LeaseFence("ops/leader", clock=ManualClock())
     assert fence.why_not() == "lease ops/leader is not held by this replica (yet)"
     assert fence.valid_until is None
 
 
 def test_the_deadline_counts_from_the_send_time_not_from_the_answer() -> None:
-    clock = Clock()
+    clock = ManualClock()
     fence = LeaseFence("ops/leader", clock=clock)
     fence.renewed(sent=100.0, renew_deadline=10.0)
     clock.now = 106.0  # the answer came 6 s later: the validity still ends at 110
@@ -37,7 +30,7 @@ def test_the_deadline_counts_from_the_send_time_not_from_the_answer() -> None:
 
 
 def test_a_renew_extends_and_an_older_answer_never_shortens() -> None:
-    clock = Clock()
+    clock = ManualClock()
     fence = LeaseFence("ops/leader", clock=clock)
     fence.renewed(sent=100.0, renew_deadline=10.0)
     fence.renewed(sent=104.0, renew_deadline=10.0)
@@ -46,7 +39,7 @@ def test_a_renew_extends_and_an_older_answer_never_shortens() -> None:
 
 
 def test_revoke_closes_at_once_and_a_new_acquire_reopens() -> None:
-    clock = Clock()
+    clock = ManualClock()
     fence = LeaseFence("ops/leader", clock=clock)
     fence.renewed(sent=100.0, renew_deadline=10.0)
     fence.revoke("this replica released lease ops/leader (shutting down)")
