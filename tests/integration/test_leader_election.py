@@ -186,6 +186,12 @@ async def test_a_leader_whose_event_loop_froze_past_the_renew_deadline_writes_no
     try:
         await asyncio.sleep(2 * RETRY)
         await writer.request("POST", collection, body=config_map("before-the-freeze"))
+        renewed = leader.fence.valid_until
+        async with asyncio.timeout(5):
+            while leader.fence.valid_until == renewed:  # noqa: ASYNC110 - polling the fence is the point
+                await asyncio.sleep(0.005)
+        # A renewal just landed and hold() sleeps a retry period (a freeze during a renewal in flight would also end
+        # hold(), as in client-go: its renew deadline passes; writes are refused in both cases).
         time.sleep(RENEW + 0.3)  # noqa: ASYNC251 - the point: nothing in the process runs meanwhile
         with pytest.raises(WritesStopped, match="renew deadline"):
             await writer.request("POST", collection, body=config_map("after-the-freeze"))

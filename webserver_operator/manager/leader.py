@@ -32,7 +32,9 @@ Rules, and why each exists:
 - **Each renew gets the whole renew deadline** (client-go's renew loop): ``hold()`` waits ``retry_period`` after a
   successful renew, then tries for up to ``renew_deadline`` (every ``retry_period``, each call bounded by what is
   left), and ends when that round fails. A slow API server (a renewal taking 6 s of a 10 s deadline) therefore costs
-  pauses in writing, not the leadership; the fence keeps it safe meanwhile.
+  pauses in writing, not the leadership; the fence keeps it safe meanwhile. A round whose deadline passes while the
+  event loop is frozen fails too (as in client-go); a freeze between rounds only closes the fence until the next
+  renewal.
 - **Every election API call has a timeout** (``asyncio.timeout``): a renewal call what is left of its round, an
   acquire call ``request_timeout`` (default ``renew_deadline``, so a standby can acquire through the same slow API
   server), a release ``release_timeout`` in all. A hung API server or a dead TCP connection therefore cannot keep a
