@@ -415,17 +415,18 @@ class LeaderElector:
         """
         if not self._leading or self._last_renew is None:
             raise RuntimeError("LeaderElector.hold() needs a successful acquire() first")
+        why = f"this replica stopped renewing lease {self._namespace}/{self._name}"
         try:
             while True:
                 await self._sleep(self._retry_period)
                 await self._renew_round()
         except LeadershipLost as lost:
             log.error("leadership lost: %s", lost)
-            self.fence.revoke(f"this replica lost lease {self._namespace}/{self._name}: {lost}")
+            why = f"this replica lost lease {self._namespace}/{self._name}: {lost}"
             raise
         finally:
             self._leading = False
-            self.fence.revoke(f"this replica stopped renewing lease {self._namespace}/{self._name}")
+            self.fence.revoke(why)
             self._gauge.set(0)
 
     async def _renew_round(self) -> None:

@@ -440,6 +440,7 @@ async def test_writes_stop_at_the_renew_deadline_and_hold_ends_after_a_whole_fai
     with pytest.raises(LeadershipLost, match="renew deadline"):
         await asyncio.wait_for(task, 5)
     assert fake.now - acquired_at == pytest.approx(2 + 10), "one retry period, then a whole failed renew round"
+    assert f"this replica lost lease ops/{name}: could not renew" in (e.fence.why_not() or "")
     assert gauge(name) == 0
 
 
