@@ -494,12 +494,12 @@ async def test_a_slow_api_server_costs_neither_the_acquire_nor_the_lease() -> No
     """Calls slower than half the renew deadline (the old per-call timeout) still acquire and renew: each renew gets
     the whole renew deadline, as in client-go. Scaled down from a 6 s latency at a 10 s renew deadline."""
     kube, name = SlowLeases(), lease_name()
-    kube.latency = 0.6
-    e = elector(kube, name, lease_duration=1.5, renew_deadline=1.0, retry_period=0.2)
-    await asyncio.wait_for(e.acquire(), 5)
+    kube.latency = 1.2  # the old per-call timeout was max(retry period, renew deadline / 2) = 1 s
+    e = elector(kube, name, lease_duration=3, renew_deadline=2, retry_period=0.3)
+    await asyncio.wait_for(e.acquire(), 10)
     version = kube.objects[name]["metadata"]["resourceVersion"]
     task = asyncio.create_task(e.hold())
-    await asyncio.sleep(2.5)
+    await asyncio.sleep(2.8)  # past the renew deadline after the acquire: renewals must have landed
     assert not task.done(), "hold() must survive renewals that take 60 % of the renew deadline"
     assert kube.objects[name]["metadata"]["resourceVersion"] != version, "renewals landed"
     assert kube.spec(name)["holderIdentity"] == "me"
