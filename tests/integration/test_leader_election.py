@@ -20,6 +20,7 @@ from webserver_operator import metrics
 from webserver_operator.core.settings import ClientSettings
 from webserver_operator.kube.client import KubeClient
 from webserver_operator.kube.config import load_configuration
+from webserver_operator.kube.errors import WritesStopped
 from webserver_operator.manager.leader import LeaderElector, LeadershipLost
 
 LEASE = 2.0
@@ -163,5 +164,43 @@ async def test_leader_stops_when_its_lease_is_taken_over(cluster: Cluster, names
         await leader.release()
         spec = await lease_spec(cluster, namespace)
         assert spec["holderIdentity"] == "intruder", "the deposed leader neither renews nor releases it"
+    finally:
+        await stop(hold)
+
+
+def config_map(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"written": "by the leader"}}
+
+
+async def test_a_leader_whose_event_loop_froze_past_the_renew_deadline_writes_nothing(
+    cluster: Cluster, namespace: str, kube: KubeClient
+) -> None:
+    """Writes are fenced by time: after the event loop was blocked past the renew deadline (CPU throttling, a big
+    relist), the first write that runs is refused before it leaves, although the renew loop never ran to clear a
+    flag; once a renew succeeds again, writes leave again."""
+    leader = candidate(kube, namespace, "frozen")
+    writer = kube.without_retries().gated(leader.fence.why_not)
+    collection = f"/api/v1/namespaces/{namespace}/configmaps"
+    await asyncio.wait_for(leader.acquire(), 10)
+    hold = asyncio.create_task(leader.hold())
+    try:
+        await asyncio.sleep(2 * RETRY)
+        await writer.request("POST", collection, body=config_map("before-the-freeze"))
+        renewed = leader.fence.valid_until
+        async with asyncio.timeout(5):
+            while leader.fence.valid_until == renewed:  # noqa: ASYNC110 - polling the fence is the point
+                await asyncio.sleep(0.005)
+        # A renewal just landed and hold() sleeps a retry period (a freeze during a renewal in flight would also end
+        # hold(), as in client-go: its renew deadline passes; writes are refused in both cases).
+        time.sleep(RENEW + 0.3)  # noqa: ASYNC251 - the point: nothing in the process runs meanwhile
+        with pytest.raises(WritesStopped, match="renew deadline"):
+            await writer.request("POST", collection, body=config_map("after-the-freeze"))
+        listed = await asyncio.to_thread(cluster.get_json, "configmaps", namespace=namespace)
+        names = {item["metadata"]["name"] for item in listed["items"]}
+        assert "before-the-freeze" in names
+        assert "after-the-freeze" not in names, "a write left after the renew deadline"
+        await asyncio.sleep(2 * RETRY)  # nobody took the Lease over: the next renewal reopens the gate
+        assert not hold.done()
+        await writer.request("POST", collection, body=config_map("after-a-renewal"))
     finally:
         await stop(hold)

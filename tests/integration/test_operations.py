@@ -105,7 +105,7 @@ async def test_healthz_fails_while_the_event_loop_is_blocked(cluster: Cluster, c
     settings = Settings(
         client=ClientSettings(kubeconfig=str(cluster.kubeconfig)),
         watch=WatchSettings(namespaces=[namespace]),
-        server=ServerSettings(health_probe_bind_address="127.0.0.1:0", metrics_bind_address="0", max_loop_lag=1.0),
+        server=ServerSettings(health_probe_bind_address="127.0.0.1:0", metrics_bind_address="0", max_loop_lag=2.0),
     )
     operator = Operator(settings)
     task = asyncio.create_task(operator.run())
@@ -129,12 +129,12 @@ async def test_healthz_fails_while_the_event_loop_is_blocked(cluster: Cluster, c
     seen: dict[str, Any] = {}
 
     def probe_later() -> None:
-        time.sleep(2.0)
+        time.sleep(3.0)  # beyond the 2 s limit (the smallest accepted), well inside the block
         seen["result"] = probe("/healthz")
 
     prober = threading.Thread(target=probe_later)
     prober.start()
-    time.sleep(3.5)  # noqa: ASYNC251 - blocking the loop on purpose: this is what the probe must detect
+    time.sleep(4.0)  # noqa: ASYNC251 - blocking the loop on purpose: this is what the probe must detect
     prober.join()
     code, text = seen["result"]
     assert code == 500, text

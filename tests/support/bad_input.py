@@ -526,6 +526,34 @@ SETTINGS: tuple[SettingCase, ...] = (
         message="invalid setting resync_period (--resync-period / WEBSERVER_OPERATOR_RESYNC_PERIOD): Input "
         "should be greater than or equal to 60",
     ),
+    SettingCase(
+        "lease-name",
+        "--leader-election-id=Leader_Lock (not a DNS-1123 subdomain)",
+        ("--leader-election-id=Leader_Lock",),
+        message="invalid setting leader_election_id (--leader-election-id / WEBSERVER_OPERATOR_LEADER_ELECTION_ID): "
+        "'Leader_Lock' is not a Lease name: use a DNS-1123 subdomain",
+    ),
+    SettingCase(
+        "lease-namespace",
+        "--leader-election-namespace=Ops_NS (not a DNS-1123 label)",
+        ("--leader-election-namespace=Ops_NS",),
+        message="invalid setting leader_election_namespace (--leader-election-namespace / "
+        "WEBSERVER_OPERATOR_LEADER_ELECTION_NAMESPACE): 'Ops_NS' is not a namespace name: use a DNS-1123 label",
+    ),
+    SettingCase(
+        "loop-lag-short",
+        "--max-loop-lag=1 (liveness would flap)",
+        ("--max-loop-lag=1",),
+        message="invalid setting max_loop_lag (--max-loop-lag / WEBSERVER_OPERATOR_MAX_LOOP_LAG): must be a number "
+        "of seconds of at least 2: the event loop's heartbeat ticks every 0.5 s",
+    ),
+    SettingCase(
+        "stall-timeout-tiny",
+        "--watch-stall-timeout=0.01 (watches reopened in a loop)",
+        ("--watch-stall-timeout=0.01",),
+        message="invalid setting watch_stall_timeout (--watch-stall-timeout / WEBSERVER_OPERATOR_WATCH_STALL_TIMEOUT): "
+        "must be a number of seconds of at least 1: a shorter stall timeout restarts watches in a loop",
+    ),
     SettingCase("typo-flag", "--wrokers=3 (a typo)", ("--wrokers=3",), message="unrecognized arguments: --wrokers=3"),
     SettingCase(
         "missing-kubeconfig",

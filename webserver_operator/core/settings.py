@@ -22,12 +22,31 @@ from pydantic_settings import NoDecode
 from webserver_operator.core.podsecurity import PodSecurityLevel
 
 _BIND_RE = re.compile(r"^(?P<host>\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):(?P<port>\d{1,5})$")
-_NAMESPACE_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_NAMESPACE_RE = re.compile(_DNS_LABEL)
+_DNS_SUBDOMAIN_RE = re.compile(rf"{_DNS_LABEL}(\.{_DNS_LABEL})*")
 
 #: Seconds a watch's socket may stay silent beyond the server-side ``timeoutSeconds`` before it counts as dead.
 _WATCH_READ_GRACE_SECONDS = 30.0
-#: An informer restarts a watch that delivered nothing (bookmarks included) for the watch timeout plus this.
-STALL_GRACE_SECONDS = 60.0
+#: Default stall timeout of a watch, drawn per watch from this range: the API server sends a bookmark about every
+#: 60 s on a quiet watch, so a half-open connection is noticed after one or two missed bookmarks, and informers that
+#: stalled together (one network fault) do not reconnect in lock step.
+DEFAULT_STALL_TIMEOUT_RANGE = (90.0, 120.0)
+#: Below this a stall timeout restarts watches in a loop (0.01 s opened about 100 watches a second per informer).
+MIN_STALL_TIMEOUT = 1.0
+#: The smallest ``--max-loop-lag``: the loop heartbeat ticks every 0.5 s (``manager.probes.Heartbeat``), and a lag
+#: limit close to that tick fails liveness on an ordinary busy moment; kubelet then restarts a healthy process.
+MIN_MAX_LOOP_LAG = 2.0
+
+
+def check_namespace_name(value: str) -> str:
+    """``value`` if it is a namespace name (a DNS-1123 label), else ValueError saying what one looks like."""
+    if not _NAMESPACE_RE.fullmatch(value) or len(value) > 63:
+        raise ValueError(
+            f"{value!r} is not a namespace name: use a DNS-1123 label (lowercase letters, digits and '-', starting "
+            "and ending with a letter or digit, at most 63 characters), e.g. team-a"
+        )
+    return value
 
 
 def parse_bind_address(value: str) -> tuple[str, int]:
@@ -75,9 +94,9 @@ class WatchSettings(_Section):
     )
     watch_stall_timeout: float | None = Field(
         default=None,
-        gt=0,
         description="Seconds without any watch event (bookmarks included) before a watch is restarted "
-        "(default: watch timeout + 60).",
+        f"(default: {DEFAULT_STALL_TIMEOUT_RANGE[0]:g}-{DEFAULT_STALL_TIMEOUT_RANGE[1]:g}, drawn per watch; "
+        "the API server sends a bookmark about every 60 s).",
     )
 
     @field_validator("namespaces", mode="before")
@@ -90,18 +109,24 @@ class WatchSettings(_Section):
     @field_validator("namespaces")
     @classmethod
     def _valid_namespaces(cls, value: list[str]) -> list[str]:
-        value = [ns for ns in value if ns]
-        for ns in value:
-            if not _NAMESPACE_RE.fullmatch(ns) or len(ns) > 63:
-                raise ValueError(f"{ns!r} is not a namespace name (lowercase letters, digits, '-')")
-        return sorted(set(value))
+        return sorted({check_namespace_name(ns) for ns in value if ns})
+
+    @field_validator("watch_stall_timeout")
+    @classmethod
+    def _stall_floor(cls, value: float | None) -> float | None:
+        if value is not None and not (math.isfinite(value) and value >= MIN_STALL_TIMEOUT):
+            raise ValueError(
+                f"must be a number of seconds of at least {MIN_STALL_TIMEOUT:g}: a shorter stall timeout restarts "
+                "watches in a loop. The API server sends a bookmark about every 60 s on a quiet watch, so leave it "
+                f"unset (default {DEFAULT_STALL_TIMEOUT_RANGE[0]:g}-{DEFAULT_STALL_TIMEOUT_RANGE[1]:g} s) or keep "
+                "it above 60"
+            )
+        return value
 
     @property
-    def stall_timeout(self) -> float:
-        """Seconds of silence after which an informer restarts its watch."""
-        if self.watch_stall_timeout is not None:
-            return self.watch_stall_timeout
-        return self.watch_timeout + STALL_GRACE_SECONDS
+    def stall_timeout(self) -> float | None:
+        """Seconds of silence after which an informer restarts its watch; ``None``: the default range, per watch."""
+        return self.watch_stall_timeout
 
     @property
     def read_timeout(self) -> float:
@@ -140,9 +165,29 @@ class LeaderElectionSettings(_Section):
     )
     lease_duration: float = Field(default=15.0, gt=0, description="Seconds a standby waits before taking over.")
     renew_deadline: float = Field(
-        default=10.0, gt=0, description="Seconds the leader retries renewing before it quits."
+        default=10.0,
+        gt=0,
+        description="Seconds the leader may write after its last successful renew was sent, and retries one renew "
+        "before it quits.",
     )
     retry_period: float = Field(default=2.0, gt=0, description="Seconds between leader election attempts.")
+
+    @field_validator("leader_election_id")
+    @classmethod
+    def _lease_name(cls, value: str) -> str:
+        """A bad name would only show as a 403/422 on every Lease call while readiness stays green: refuse it here."""
+        if not _DNS_SUBDOMAIN_RE.fullmatch(value) or len(value) > 253:
+            raise ValueError(
+                f"{value!r} is not a Lease name: use a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', "
+                "each part starting and ending with a letter or digit, at most 253 characters), e.g. "
+                "webserver-operator-leader; the chart's Role grants get/update on exactly this name"
+            )
+        return value
+
+    @field_validator("leader_election_namespace")
+    @classmethod
+    def _lease_namespace(cls, value: str | None) -> str | None:
+        return None if value is None else check_namespace_name(value)
 
     @model_validator(mode="after")
     def _election_timings(self) -> LeaderElectionSettings:
@@ -169,8 +214,19 @@ class ServerSettings(_Section):
         default=":8081", description="Address of /healthz and /readyz (HOST:PORT; port 0 picks a free port)."
     )
     max_loop_lag: float = Field(
-        default=10.0, gt=0, description="Seconds the event loop may be blocked before /healthz fails."
+        default=10.0, description="Seconds the event loop may be blocked before /healthz fails (at least 2)."
     )
+
+    @field_validator("max_loop_lag")
+    @classmethod
+    def _loop_lag_floor(cls, value: float) -> float:
+        if not (math.isfinite(value) and value >= MIN_MAX_LOOP_LAG):
+            raise ValueError(
+                f"must be a number of seconds of at least {MIN_MAX_LOOP_LAG:g}: the event loop's heartbeat ticks "
+                "every 0.5 s, and a limit close to that fails liveness on any busy moment, so kubelet would restart "
+                "a healthy operator; the default is 10"
+            )
+        return value
 
     @field_validator("metrics_bind_address", "health_probe_bind_address")
     @classmethod

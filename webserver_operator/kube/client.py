@@ -24,6 +24,11 @@ kubernetes_asyncio traps handled here (verified against the installed 36.x sourc
 - ``kubernetes_asyncio.watch.Watch`` retries a 410 with the same stale resourceVersion: ``watch()`` here only opens
   and decodes the stream (see ``webserver_operator.kube.stream``); the informer relists.
 
+Writes of a ``gated()`` view (the reconcile path, gated on the leader Lease's ``kube.fence.LeaseFence``) are
+checked when the request starts and again at the last moment, after the rate limiter and the wait for a pooled
+connection, just before aiohttp writes the request (``kube.gate``): a write refused there raises ``WritesStopped``
+and nothing of it is sent.
+
 One way to talk to the API: ``request()`` (any verb; the reconciler's merge patches use ``core.vocabulary.MERGE_PATCH``)
 and ``watch()``. Every write carries ``fieldManager=webserver-operator``, so ``managedFields`` names the operator as
 the manager of what it set. Retries (429, 5xx, transport errors; see ``webserver_operator.kube.retry``) apply to
@@ -59,6 +64,7 @@ from webserver_operator import __version__, metrics
 from webserver_operator.core.settings import ClientSettings, WatchSettings
 from webserver_operator.core.vocabulary import QueryValue, RequestOptions
 from webserver_operator.kube.errors import KubeError, TransportError, WritesStopped, api_error_from_response
+from webserver_operator.kube.gate import FencedRequest, WriteCheck, gate_writes
 from webserver_operator.kube.library import ApiClient, Configuration
 from webserver_operator.kube.ratelimit import TokenBucket
 from webserver_operator.kube.retry import RetryPolicy, call_with_retries
@@ -115,7 +121,9 @@ def _read_environment_once(api: ApiClient, configuration: Configuration) -> None
     library_session: aiohttp.ClientSession = rest.pool_manager
     connector = library_session.connector
     library_session.detach()
-    rest.pool_manager = aiohttp.ClientSession(connector=connector, trust_env=False, read_bufsize=_READ_BUFSIZE)
+    rest.pool_manager = aiohttp.ClientSession(
+        connector=connector, trust_env=False, read_bufsize=_READ_BUFSIZE, request_class=FencedRequest
+    )
 
 
 class KubeClient:
@@ -137,7 +145,7 @@ class KubeClient:
         self._sleep = sleep
         self._rand = rand
         self._policy = retry or RetryPolicy()
-        self._may_write: Callable[[], str | None] | None = None
+        self._may_write: WriteCheck | None = None
         self._limiter = (
             TokenBucket(qps=settings.qps, burst=settings.burst, sleep=sleep) if settings.qps is not None else None
         )
@@ -188,11 +196,14 @@ class KubeClient:
         api.user_agent = USER_AGENT
         return cls(api, settings=settings, watch_read_timeout=watch_read_timeout, retry=retry, sleep=sleep, rand=rand)
 
-    def gated(self, may_write: Callable[[], str | None]) -> KubeClient:
+    def gated(self, may_write: WriteCheck) -> KubeClient:
         """A view whose writes (POST, PUT, PATCH, DELETE) are refused while ``may_write()`` names a reason.
 
-        The manager gates the reconcile path on leadership: once the Lease is lost no write leaves the process, even
-        from a reconcile that is still running (``WritesStopped``). Reads are never gated.
+        The manager gates the reconcile path on the leader Lease's fence (``kube.fence.LeaseFence.why_not``): once
+        its validity deadline has passed no write leaves the process, even from a reconcile that is still running
+        (``WritesStopped``). ``may_write`` is asked when the request starts (a refused write costs no rate-limit
+        token) and again at the last moment, after the rate limiter and the wait for a pooled connection, just
+        before the request is written (``kube.gate``), on every attempt. Reads are never gated.
         """
         view = copy.copy(self)
         view._may_write = may_write
@@ -290,24 +301,33 @@ class KubeClient:
         content_type: str | None,
         client_timeout: aiohttp.ClientTimeout,
     ) -> aiohttp.ClientResponse:
-        """One HTTP exchange up to the response headers; transport failures become ``TransportError``."""
+        """One HTTP exchange up to the response headers; transport failures become ``TransportError``.
+
+        A gated view's writes are checked once more after the rate limiter, at the last moment (``kube.gate``).
+        """
         if self._limiter is not None:
             await self._limiter.acquire()
         headers = {"Accept": _JSON}
         if content_type is not None:
             headers["Content-Type"] = content_type
+        gate = (
+            gate_writes(self._may_write)
+            if self._may_write is not None and method in _GATED_METHODS
+            else contextlib.nullcontext()
+        )
         started = time.monotonic()
         try:
-            response: aiohttp.ClientResponse = await self._api.call_api(
-                path,
-                method,
-                query_params=query,
-                header_params=headers,
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=client_timeout,
-            )
+            with gate:  # checked inside aiohttp, after the pool wait, just before the request is written
+                response: aiohttp.ClientResponse = await self._api.call_api(
+                    path,
+                    method,
+                    query_params=query,
+                    header_params=headers,
+                    body=body,
+                    auth_settings=["BearerToken"],
+                    _preload_content=False,
+                    _request_timeout=client_timeout,
+                )
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             self._observe(method, _NO_STATUS, started)
             error = self._transport_error(exc, method=method, path=path)

@@ -23,13 +23,22 @@ Rules, and why each exists:
 - ``leaseTransitions`` increments when the holder changes, ``acquireTime`` is kept while we renew: as client-go, so
   ``kubectl get lease`` reads the same whichever implementation wrote it. Spec fields we do not know
   (``preferredHolder``, ``strategy``) are carried over, never dropped.
-- **The leader gives up before anyone can take over.** ``hold()`` renews every ``retry_period`` and ends as soon as
-  renewing has failed for ``renew_deadline``, measured from the moment its last successful renew was *sent* (the
-  server stored it later, and standbys saw it later still). With ``renew_deadline < lease_duration`` the old
-  leader's ``hold()`` has ended before a standby can consider the Lease expired, whatever the standby's clock reads.
-- **Every election API call has a timeout** (``asyncio.timeout``): at most ``request_timeout`` (default
-  ``max(retry_period, renew_deadline / 2)``) and, in ``hold()``, never past the renew deadline. A hung API server or a
-  dead TCP connection therefore cannot keep a deposed leader acting. The client's own retries happen inside it.
+- **The leader stops writing before anyone can take over, by time, not by a flag.** Every successful write of the
+  Lease extends its ``fence`` (``kube.fence.LeaseFence``) to the moment that write was *sent* plus ``renew_deadline``
+  (the server stored it later, and standbys saw it later still); the API client refuses every write once that moment
+  has passed, checked just before the request goes on the wire. With ``renew_deadline < lease_duration`` writes have
+  stopped before a standby can consider the Lease expired, whatever the standby's clock reads, and even when this
+  process's event loop was frozen and nothing here got to run. ``is_leader`` reads the same fence.
+- **Each renew gets the whole renew deadline** (client-go's renew loop): ``hold()`` waits ``retry_period`` after a
+  successful renew, then tries for up to ``renew_deadline`` (every ``retry_period``, each call bounded by what is
+  left), and ends when that round fails. A slow API server (a renewal taking 6 s of a 10 s deadline) therefore costs
+  pauses in writing, not the leadership; the fence keeps it safe meanwhile. A round whose deadline passes while the
+  event loop is frozen fails too (as in client-go); a freeze between rounds only closes the fence until the next
+  renewal.
+- **Every election API call has a timeout** (``asyncio.timeout``): a renewal call what is left of its round, an
+  acquire call ``request_timeout`` (default ``renew_deadline``, so a standby can acquire through the same slow API
+  server), a release ``release_timeout`` in all. A hung API server or a dead TCP connection therefore cannot keep a
+  deposed leader acting. The client's own retries happen inside it.
 - **Losing is detected eagerly**: a Lease found naming anyone else (or nobody, or deleted) ends ``hold()`` at once,
   instead of retrying until the deadline as client-go does: someone else may already be acting.
 - **Renewing is one PUT** on the object our last write returned (client-go's fast path); only a 409 costs a GET.
@@ -39,8 +48,11 @@ Rules, and why each exists:
 - ``leader_election_master_status{name=<lease>}`` is 1 from a successful acquire until ``hold()`` ends or
   ``release()`` runs, 0 otherwise (also on a standby, so dashboards see every replica).
 - Retries while waiting are jittered (up to 20 %) so candidates started together do not poll in lockstep.
+- A failing Lease call is logged at warning when it starts failing and again every minute while it keeps failing
+  (``core.repeats``), at debug in between; a recovery is logged at info.
 
-Created by ``manager.manager`` when ``--leader-elect`` is on; its ``hold()`` ending is what stops the controller.
+Created by ``manager.manager`` when ``--leader-elect`` is on; its ``fence`` gates the reconcile path's writes, and
+its ``hold()`` ending is what stops the controller.
 """
 
 from __future__ import annotations
@@ -57,9 +69,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from webserver_operator import metrics
+from webserver_operator.core.repeats import RepeatedFailure
 from webserver_operator.core.resources import LEASES
 from webserver_operator.core.vocabulary import ApiRequests
 from webserver_operator.kube.errors import Conflict, KubeError, NotFound
+from webserver_operator.kube.fence import LeaseFence
 
 __all__ = [
     "LeaderElector",
@@ -225,8 +239,8 @@ class LeaderElector:
         ...                              # act only while hold is running
         await elector.release()          # on graceful shutdown, after cancelling hold and stopping all writes
 
-    ``clock`` (monotonic seconds), ``wall_clock`` (times written into the Lease), ``sleep`` and ``rand`` are test
-    hooks.
+    ``fence`` is what writers consult (``KubeClient.gated(elector.fence.why_not)``). ``clock`` (monotonic seconds,
+    shared with the fence), ``wall_clock`` (times written into the Lease), ``sleep`` and ``rand`` are test hooks.
     """
 
     def __init__(
@@ -241,6 +255,7 @@ class LeaderElector:
         retry_period: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
         request_timeout: float | None = None,
+        release_timeout: float | None = None,
         wall_clock: Callable[[], datetime] = _utcnow,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rand: Callable[[], float] = random.random,
@@ -263,8 +278,9 @@ class LeaderElector:
                 f"renew_deadline ({renew_deadline:g}s) must be greater than {1 + _JITTER:g} x retry_period "
                 f"({retry_period:g}s): the leader needs more than one renew attempt per deadline"
             )
-        if request_timeout is not None:
-            _positive("request_timeout", request_timeout)
+        for name, optional in (("request_timeout", request_timeout), ("release_timeout", release_timeout)):
+            if optional is not None:
+                _positive(name, optional)
         self._api = api
         self._name = lease_name
         self._namespace = lease_namespace
@@ -274,8 +290,10 @@ class LeaderElector:
         self._lease_duration = lease_duration
         self._renew_deadline = renew_deadline
         self._retry_period = retry_period
-        self._request_timeout = (
-            request_timeout if request_timeout is not None else max(retry_period, renew_deadline / 2)
+        self._request_timeout = request_timeout if request_timeout is not None else renew_deadline
+        # The release comes after the drain, inside the pod's termination grace period: keep it short.
+        self._release_timeout = (
+            release_timeout if release_timeout is not None else max(retry_period, renew_deadline / 2)
         )
         self._clock = clock
         self._wall_clock = wall_clock
@@ -291,14 +309,19 @@ class LeaderElector:
         # True once we may have written a record naming us that we have not seen replaced: release() checks it.
         self._claimed = False
         self._logged_holder: str | None = None
-        self._logged_error: str | None = None
+        self._failures = RepeatedFailure(clock=clock)
+        self.fence = LeaseFence(f"{lease_namespace}/{lease_name}", clock=clock)
         self._gauge = metrics.LEADER_ELECTION_MASTER_STATUS.labels(name=lease_name)
         self._gauge.set(0)
 
     @property
     def is_leader(self) -> bool:
-        """True from a successful ``acquire()`` until ``hold()`` ends or ``release()`` is called."""
-        return self._leading
+        """Whether this replica may act as the leader now: by the ``fence``, not by a flag.
+
+        True from a successful ``acquire()`` until ``hold()`` ends or ``release()`` is called, and only while the
+        last successful renew was sent less than ``renew_deadline`` ago.
+        """
+        return self._leading and self.fence.why_not() is None
 
     @property
     def identity(self) -> str:
@@ -369,7 +392,6 @@ class LeaderElector:
         self._wrote(written, sent=sent)
         self._leading = True
         self._gauge.set(1)
-        self._logged_error = None
         if previous and previous != self._identity:
             log.info(
                 "became leader: lease %s/%s taken over from %s, which stopped renewing it",
@@ -386,35 +408,47 @@ class LeaderElector:
     async def hold(self) -> None:
         """Renew the Lease every ``retry_period`` until leadership ends, then raise ``LeadershipLost``.
 
-        Ends at the latest ``renew_deadline`` after the last successful renew was sent (plus scheduling latency),
-        and at once when the Lease names someone else or was deleted. Never returns normally; cancelling it stops
-        renewing (the Lease stays ours until it expires or ``release()`` runs).
+        Each renew round has the whole ``renew_deadline``; ``hold()`` ends when a round fails, and at once when the
+        Lease names someone else or was deleted. Writes stop earlier, by the ``fence``, ``renew_deadline`` after the
+        last successful renew was sent. Never returns normally; cancelling it stops renewing (the Lease stays ours
+        until it expires or ``release()`` runs).
         """
         if not self._leading or self._last_renew is None:
             raise RuntimeError("LeaderElector.hold() needs a successful acquire() first")
+        why = f"this replica stopped renewing lease {self._namespace}/{self._name}"
         try:
             while True:
-                deadline = self._last_renew + self._renew_deadline
-                await self._sleep(max(0.0, min(self._retry_period, deadline - self._clock())))
-                if self._clock() >= deadline:
-                    raise LeadershipLost(
-                        f"could not renew lease {self._namespace}/{self._name} for {self._renew_deadline:g}s "
-                        "(renew deadline)"
-                    )
-                outcome, detail = await self._renew_once(deadline)
-                if outcome is _Renewal.TAKEN:
-                    self._claimed = False
-                    raise LeadershipLost(detail)
+                await self._sleep(self._retry_period)
+                await self._renew_round()
         except LeadershipLost as lost:
             log.error("leadership lost: %s", lost)
+            why = f"this replica lost lease {self._namespace}/{self._name}: {lost}"
             raise
         finally:
             self._leading = False
+            self.fence.revoke(why)
             self._gauge.set(0)
+
+    async def _renew_round(self) -> None:
+        """Renew within one renew deadline from now, retrying every ``retry_period``; raise ``LeadershipLost``."""
+        deadline = self._clock() + self._renew_deadline
+        while True:
+            outcome, detail = await self._renew_once(deadline)
+            if outcome is _Renewal.RENEWED:
+                return
+            if outcome is _Renewal.TAKEN:
+                self._claimed = False
+                raise LeadershipLost(detail)
+            await self._sleep(max(0.0, min(self._retry_period, deadline - self._clock())))
+            if self._clock() >= deadline:
+                raise LeadershipLost(
+                    f"could not renew lease {self._namespace}/{self._name} within the renew deadline "
+                    f"({self._renew_deadline:g}s)"
+                )
 
     async def _renew_once(self, deadline: float) -> tuple[_Renewal, str]:
         def budget() -> float:
-            return min(self._request_timeout, deadline - self._clock())
+            return deadline - self._clock()  # the whole rest of the round, as client-go
 
         where = f"lease {self._namespace}/{self._name}"
         try:
@@ -458,19 +492,20 @@ class LeaderElector:
         """Hand the Lease over on graceful shutdown, if we hold it. Bounded by one timeout in all; never raises.
 
         Usually one PUT on the Lease our last renewal returned; a GET only when that PUT meets a 409. The whole
-        release shares one ``request_timeout`` budget, so the drain plus the release fit the pod's termination grace
-        period (``--drain-timeout`` 20 s + at most 5 s, inside Kubernetes' default 30 s): a SIGKILL that landed first
-        would leave the standby waiting a whole lease duration.
+        release shares one ``release_timeout`` budget (default ``max(retry_period, renew_deadline / 2)``), so the
+        drain plus the release fit the pod's termination grace period (``--drain-timeout`` 20 s + at most 5 s, inside
+        Kubernetes' default 30 s): a SIGKILL that landed first would leave the standby waiting a whole lease duration.
 
         Call it after ``hold()`` was cancelled and the controller stopped writing: from the moment this returns, a
         standby may lead.
         """
         self._leading = False
+        self.fence.revoke(f"this replica released lease {self._namespace}/{self._name} (shutting down)")
         self._gauge.set(0)
         if not self._claimed:
             return
         where = f"lease {self._namespace}/{self._name}"
-        deadline = self._clock() + self._request_timeout  # one budget for the whole release, not one per call
+        deadline = self._clock() + self._release_timeout  # one budget for the whole release, not one per call
         try:
             if not await self._release_cached(deadline):
                 observed = await self._call("GET", self._path, budget=deadline - self._clock())
@@ -518,12 +553,22 @@ class LeaderElector:
     def _wrote(self, written: dict[str, Any], *, sent: float) -> None:
         self._lease = written
         self._last_renew = sent
+        self.fence.renewed(sent=sent, renew_deadline=self._renew_deadline)
+        if self._failures.succeeded():
+            log.info("leader election: lease %s/%s calls work again", self._namespace, self._name)
         spec = written.get("spec")
         self._observed = dict(spec) if isinstance(spec, dict) else {}
         self._observed_at = self._clock()
 
     def _log_failure(self, action: str, error: BaseException) -> None:
-        text = str(error) or f"timed out after {self._request_timeout:g}s"
-        level = logging.WARNING if text != self._logged_error else logging.DEBUG
-        self._logged_error = text
-        log.log(level, "leader election: %s of lease %s/%s failed: %s", action, self._namespace, self._name, text)
+        text = str(error) or "timed out"
+        report = self._failures.failed(f"{action}: {text}")
+        log.log(
+            report.level,
+            "leader election: %s of lease %s/%s failed: %s%s",
+            action,
+            self._namespace,
+            self._name,
+            text,
+            report.suffix,
+        )

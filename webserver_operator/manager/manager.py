@@ -7,8 +7,11 @@ Order of events, after controller-runtime's manager:
 1. probes start first (the bound ports are logged), so kubelet sees a live process while caches fill;
 2. informers (WebServers, and label-filtered Deployments and Services) start on EVERY replica: a standby keeps warm
    caches, is ready, and takes over without a relist;
-3. with leader election on, reconciling starts only once the Lease is held; losing it (renewal failed for the renew
-   deadline) stops reconciling at once and the process exits non-zero, because a deposed leader must not write;
+3. with leader election on, reconciling starts only once the Lease is held. Writes are fenced by time: the reconcile
+   path's client refuses every write from the renew deadline after the last successful renew was sent, checked
+   just before each request goes on the wire (``kube.fence``, ``kube.gate``), even if the event loop was frozen and
+   nothing else ran. Losing the Lease (a renew round failed, or someone else holds it) stops reconciling at once and
+   the process exits non-zero, because a deposed leader must not write;
 4. SIGTERM/SIGINT: stop taking work, let in-flight reconciles finish within the drain timeout, release the Lease so
    a standby takes over within about one retry period, close the client, exit 0.
 """
@@ -130,18 +133,27 @@ class Operator:
             ", ".join(s.watch.namespaces) if s.watch.namespaces else "all namespaces",
         )
         self.cache = cache = InformerCache(watch_api, s.watch)
-        writer = api.without_retries().gated(self._why_no_writes)
+        writer = api.without_retries()
+        if s.leader_election.leader_elect:
+            self.elector = self._elector(self.lease_api)
+            writer = writer.gated(self.elector.fence.why_not)
         self.controller = setup_webserver_controller(cache, api=writer, settings=s.controller)
         for name, group in cache.groups.items():
             probes.liveness[f"watch-{name}"] = watches_running(group)
             probes.readiness[f"cache-{name}"] = cache_synced(group, name)
         self._tasks.append(asyncio.create_task(cache.run(), name="informers"))
 
-    def _why_no_writes(self) -> str | None:
-        """None while this replica may write; otherwise why not (read on every reconcile write)."""
-        if self.elector is not None and not self.elector.is_leader:
-            return "this replica is not the leader (its Lease was lost or released); the leader writes"
-        return None
+    def _elector(self, lease_api: KubeClient) -> LeaderElector:
+        election = self.settings.leader_election
+        return LeaderElector(
+            lease_api,
+            lease_name=election.leader_election_id,
+            lease_namespace=election.leader_election_namespace or _pod_namespace() or "default",
+            identity=_identity(),
+            lease_duration=election.lease_duration,
+            renew_deadline=election.renew_deadline,
+            retry_period=election.retry_period,
+        )
 
     async def _sync_elect_and_run(self) -> int:
         s = self.settings
@@ -150,18 +162,7 @@ class Operator:
         if not await self._until_stopped(self._all_synced()):
             return _EXIT_OK
         hold: asyncio.Task[None] | None = None
-        election = s.leader_election
-        if election.leader_elect:
-            assert self.lease_api is not None
-            self.elector = LeaderElector(
-                self.lease_api,
-                lease_name=election.leader_election_id,
-                lease_namespace=election.leader_election_namespace or _pod_namespace() or "default",
-                identity=_identity(),
-                lease_duration=election.lease_duration,
-                renew_deadline=election.renew_deadline,
-                retry_period=election.retry_period,
-            )
+        if self.elector is not None:
             if not await self._until_stopped(self.elector.acquire()):
                 return _EXIT_OK
             hold = asyncio.create_task(self.elector.hold(), name="leader-election-hold")

@@ -16,7 +16,10 @@ Why each piece (watch streams die silently in practice, and kubernetes-asyncio's
 * **403 / 404**: missing RBAC or CRD. Log what to fix, retry slowly, never crash. ``synced`` stays unset until a list
   succeeds so readiness reports the problem.
 * **Stall watchdog**: a watch that delivers nothing (not even a bookmark) for ``stall_timeout`` is abandoned and
-  restarted; half-open TCP connections otherwise leave the cache silently frozen. ``last_activity`` feeds /healthz.
+  restarted from the last resourceVersion, after the same backoff as a failure (so a tiny stall timeout cannot open
+  watches in a loop); half-open TCP connections otherwise leave the cache silently frozen. By default the stall
+  timeout is drawn per watch from 90-120 s: the API server sends a bookmark about every 60 s on a quiet watch.
+  ``last_activity`` feeds /healthz.
 
 ``on_event(type, obj, old)`` runs synchronously right after the store changed; handlers only enqueue keys.
 resourceVersions are opaque strings: events are applied in arrival order, never compared. Failures are the kube
@@ -37,7 +40,7 @@ from typing import Any
 from webserver_operator import metrics
 from webserver_operator.core.backoff import Backoff, BackoffPolicy
 from webserver_operator.core.resources import Resource
-from webserver_operator.core.settings import STALL_GRACE_SECONDS
+from webserver_operator.core.settings import DEFAULT_STALL_TIMEOUT_RANGE
 from webserver_operator.core.vocabulary import EventHandler, EventType, KubeObject, WatchApi, object_key
 from webserver_operator.kube.errors import Forbidden, Gone, NotFound, api_error_from_status
 from webserver_operator.runtime.store import Store, StoreEvent
@@ -130,7 +133,8 @@ class Informer:
         self.name = name or resource.plural
         self.on_event: EventHandler = on_event or noop_handler
         self.watch_timeout_seconds = watch_timeout_seconds
-        self.stall_timeout = stall_timeout if stall_timeout is not None else watch_timeout_seconds + STALL_GRACE_SECONDS
+        #: Seconds of silence before a watch is restarted; ``None``: drawn per watch from the default range.
+        self.stall_timeout = stall_timeout
         self.page_size = page_size
         self._clock = clock
         self._rng = rng
@@ -238,17 +242,22 @@ class Informer:
         """Watch (and re-watch) from ``resource_version`` until only a relist helps; returns the reason."""
         while True:
             started = self._clock()
+            stall_timeout = self._stall_timeout()
             try:
-                received = await self._watch_once()
+                received = await self._watch_once(stall_timeout)
             except _Stalled:
                 self._restart("stalled")
+                delay = self._backoff.next_delay()
                 logger.warning(
-                    "informer %s: watch delivered nothing for %.0fs, restarting it from resourceVersion %s",
+                    "informer %s: watch delivered nothing for %.0fs (not even a bookmark), restarting it from "
+                    "resourceVersion %s in %.1fs",
                     self.name,
-                    self.stall_timeout,
+                    stall_timeout,
                     self.resource_version,
+                    delay,
                     extra={"informer": self.name},
                 )
+                await asyncio.sleep(delay)
                 continue
             except Exception as exc:  # an informer must never die: every failure is retried
                 reason = _failure_reason(exc)
@@ -270,7 +279,7 @@ class Informer:
             else:
                 self._restart("timeout")
 
-    async def _watch_once(self) -> int:
+    async def _watch_once(self, stall_timeout: float) -> int:
         """One watch request; returns the number of events on a normal end, raises on anything else."""
         query = {
             "watch": "true",
@@ -283,11 +292,11 @@ class Informer:
             query["labelSelector"] = self.label_selector
         received = 0
         loop = asyncio.get_running_loop()
-        watchdog = asyncio.timeout(self.stall_timeout)  # covers opening the watch too; re-armed by every event
+        watchdog = asyncio.timeout(stall_timeout)  # covers opening the watch too; re-armed by every event
         try:
             async with watchdog, self.api.watch(self._path, query=query) as stream:
                 async for event in stream:
-                    watchdog.reschedule(loop.time() + self.stall_timeout)
+                    watchdog.reschedule(loop.time() + stall_timeout)
                     received += 1
                     self._touch()
                     self.consecutive_failures = 0
@@ -297,6 +306,12 @@ class Informer:
                 raise _Stalled from None
             raise
         return received
+
+    def _stall_timeout(self) -> float:
+        if self.stall_timeout is not None:
+            return self.stall_timeout
+        low, high = DEFAULT_STALL_TIMEOUT_RANGE
+        return low + (high - low) * self._rng()
 
     def _watch_timeout(self) -> int:
         base = self.watch_timeout_seconds

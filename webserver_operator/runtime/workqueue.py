@@ -17,8 +17,9 @@ Why these semantics: they are what makes a level-triggered controller correct wi
   it goes through ``add``, so it collapses into a queued or in-flight copy of the key instead of duplicating it.
 * **Per-key exponential backoff** (``add_rate_limited``/``forget``): client-go's ``ItemExponentialFailureRateLimiter``
   (base 5 ms, doubling, capped at 5 min, no jitter), computed by ``core.backoff.BackoffPolicy`` with one attempt
-  count per key. ``forget`` resets it after a success. controller-runtime also combines this with an
-  overall token bucket; the API client's own rate limiting covers that here.
+  count per key. A server's ``Retry-After`` (``at_least``) is honoured up to the same cap. ``forget`` resets it
+  after a success. controller-runtime also combines this with an overall token bucket; the API client's own rate
+  limiting covers that here.
 
 Deviation from client-go: after ``shutdown`` ``get`` returns ``None`` at once instead of draining queued keys. The
 queue is rebuilt from the informer caches on the next start (level-triggered), so stopping quickly loses nothing.
@@ -163,12 +164,14 @@ class WorkQueue(Generic[K]):
     def add_rate_limited(self, key: K, *, at_least: float = 0.0) -> None:
         """Add ``key`` after its per-key backoff (5 ms, 10 ms, 20 ms, ... capped), or ``at_least`` if that is longer.
 
-        ``at_least`` carries a server's ``Retry-After``: the queue, not a sleeping worker, honours it.
+        ``at_least`` carries a server's ``Retry-After``: the queue, not a sleeping worker, honours it, up to the
+        maximum backoff (as ``kube.retry`` caps the same header), so a proxy answering ``Retry-After: 86400`` cannot
+        park a key for a day.
         """
         if self._shutting_down:
             return
         self._m_retries.inc()
-        self.add_after(key, max(self.when(key), at_least))
+        self.add_after(key, max(self.when(key), min(at_least, self._backoff.cap)))
 
     def when(self, key: K) -> float:
         """Next backoff for ``key``, counting one more failure (client-go ``ItemExponentialFailureRateLimiter``)."""

@@ -94,6 +94,7 @@ watchNamespaces is set, by one Role per watched namespace.
 - apiGroups: [""]
   resources: ["services"]
   verbs: ["get", "list", "watch", "create", "patch"]
+# Events are created (each with generateName); a repeat of the same Event patches its count and lastTimestamp.
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]

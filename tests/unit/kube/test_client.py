@@ -510,6 +510,74 @@ async def test_a_gated_view_refuses_writes_but_not_reads(kube: tuple[KubeClient,
     assert [call.method for call in fake.seen] == ["PATCH", "GET"], "the refused write never left the process"
 
 
+class Deadline:
+    """A write gate that closes at a moment of a fake clock, as the Lease fence closes at its validity deadline."""
+
+    def __init__(self, *, valid_for: float) -> None:
+        self.now = 0.0
+        self.valid_until = valid_for
+
+    def why_not(self) -> str | None:
+        return None if self.now < self.valid_until else "the Lease's validity deadline has passed"
+
+    async def sleep(self, seconds: float) -> None:
+        """The client's sleep hook: time passes (for the rate limiter too) while the request waits."""
+        self.now += seconds
+        await asyncio.sleep(0)
+
+
+async def test_a_write_that_waited_in_the_rate_limiter_past_the_deadline_is_not_sent(
+    server: tuple[FakeApiServer, str],
+) -> None:
+    """The gate is checked again after the rate limiter: a write that was allowed when it started, then waited for
+    a token until the Lease's validity deadline had passed, never leaves."""
+    fake, url = server
+    deadline = Deadline(valid_for=0.5)
+    client = await KubeClient.create(
+        configuration_for(url), settings=ClientSettings(qps=1.0, burst=1), retry=RETRY, sleep=deadline.sleep
+    )
+    async with client:
+        gated = client.gated(deadline.why_not)
+        fake.then(answer(200, {}), answer(200, {}))
+        await gated.request("PUT", SERVICES.path(namespace="d", name="first"), body={})
+        with pytest.raises(WritesStopped, match="validity deadline"):
+            await gated.request("PUT", SERVICES.path(namespace="d", name="second"), body={})  # waits ~1 s for a token
+        assert deadline.now >= deadline.valid_until, "the second write did wait in the rate limiter"
+        assert [(s.method, s.path) for s in fake.seen] == [("PUT", "/api/v1/namespaces/d/services/first")]
+
+
+async def test_a_write_that_waited_for_a_pooled_connection_past_the_deadline_is_not_sent(
+    server: tuple[FakeApiServer, str],
+) -> None:
+    """The gate is checked after the wait for a free connection, just before the request is written: a write queued
+    behind a slow request while the Lease's validity deadline passed never leaves, and its connection is not lost."""
+    fake, url = server
+    valid = [True]
+
+    async def slow(_: web.Request) -> web.StreamResponse:
+        await asyncio.wait_for(fake.release.wait(), timeout=5)
+        return web.json_response({"kind": "Service"})
+
+    fake.then(slow, answer(200, {"kind": "Service"}))
+    client = await KubeClient.create(configuration_for(url), settings=SETTINGS, retry=RETRY, pool_size=1)
+    async with client:
+        gated = client.gated(lambda: None if valid[0] else "the Lease's validity deadline has passed")
+        read = asyncio.create_task(gated.request("GET", SERVICES.path(namespace="d", name="slow")))
+        await asyncio.sleep(0.1)  # the read holds the only connection
+        write = asyncio.create_task(gated.request("PUT", SERVICES.path(namespace="d", name="web"), body={}))
+        await asyncio.sleep(0.1)  # the write passed the gate at its start and waits for the connection
+        valid[0] = False
+        fake.release.set()
+        assert await read == {"kind": "Service"}
+        with pytest.raises(WritesStopped, match="validity deadline"):
+            await write
+        assert await gated.request("GET", SERVICES.path(namespace="d", name="web")) == {"kind": "Service"}
+    assert [(s.method, s.path) for s in fake.seen] == [
+        ("GET", "/api/v1/namespaces/d/services/slow"),
+        ("GET", "/api/v1/namespaces/d/services/web"),
+    ]
+
+
 async def test_a_request_never_leaves_the_event_loop_for_a_thread(
     kube: tuple[KubeClient, FakeApiServer, Sleeps], monkeypatch: pytest.MonkeyPatch
 ) -> None:

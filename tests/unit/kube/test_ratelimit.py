@@ -6,19 +6,12 @@ import asyncio
 
 import pytest
 
+from tests.support.clock import ManualClock
 from webserver_operator.kube.ratelimit import TokenBucket
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_burst_then_qps() -> None:
-    clock = Clock()
+    clock = ManualClock()
     bucket = TokenBucket(qps=2.0, burst=3, clock=clock)
     assert [bucket.reserve() for _ in range(3)] == [0.0, 0.0, 0.0]
     # Out of tokens: each further caller waits one more 1/qps slot, in arrival order.
@@ -29,7 +22,7 @@ def test_burst_then_qps() -> None:
 
 
 def test_zero_burst_means_one() -> None:
-    clock = Clock()
+    clock = ManualClock()
     bucket = TokenBucket(qps=1.0, burst=0, clock=clock)
     assert bucket.reserve() == 0.0
     assert bucket.reserve() == pytest.approx(1.0)
@@ -41,7 +34,7 @@ def test_invalid_qps() -> None:
 
 
 async def test_acquire_sleeps_the_reserved_delay() -> None:
-    clock = Clock()
+    clock = ManualClock()
     delays: list[float] = []
 
     async def sleep(delay: float) -> None:
@@ -54,7 +47,7 @@ async def test_acquire_sleeps_the_reserved_delay() -> None:
 
 
 async def test_cancelled_waiter_gives_its_token_back() -> None:
-    clock = Clock()
+    clock = ManualClock()
     bucket = TokenBucket(qps=1.0, burst=1, clock=clock)
     bucket.reserve()
     waiter = asyncio.create_task(bucket.acquire())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta, timezone
@@ -110,6 +111,7 @@ def elector(
     renew_deadline: float = 10,
     retry_period: float = 2,
     request_timeout: float | None = None,
+    release_timeout: float | None = None,
 ) -> LeaderElector:
     kwargs: dict[str, Any] = {}
     if fake is not None:
@@ -123,6 +125,7 @@ def elector(
         renew_deadline=renew_deadline,
         retry_period=retry_period,
         request_timeout=request_timeout,
+        release_timeout=release_timeout,
         wall_clock=lambda: WALL,
         rand=lambda: 0.0,
         **kwargs,
@@ -339,8 +342,8 @@ async def test_acquire_retries_after_losing_a_write_race_and_after_errors() -> N
 
 async def test_two_candidates_exactly_one_wins() -> None:
     kube, name = FakeLeases(), lease_name()
-    a = elector(kube, name, identity="a", retry_period=0.01, renew_deadline=0.1, lease_duration=10)
-    b = elector(kube, name, identity="b", retry_period=0.01, renew_deadline=0.1, lease_duration=10)
+    a = elector(kube, name, identity="a", retry_period=0.01, renew_deadline=1, lease_duration=10)
+    b = elector(kube, name, identity="b", retry_period=0.01, renew_deadline=1, lease_duration=10)
     tasks = [asyncio.create_task(a.acquire()), asyncio.create_task(b.acquire())]
     done, pending = await asyncio.wait(tasks, timeout=0.3)
     assert len(done) == 1
@@ -421,14 +424,23 @@ async def test_hold_survives_errors_shorter_than_the_renew_deadline() -> None:
     await asyncio.gather(task, return_exceptions=True)
 
 
-async def test_hold_ends_after_the_renew_deadline_without_a_successful_renew() -> None:
+async def test_writes_stop_at_the_renew_deadline_and_hold_ends_after_a_whole_failed_round() -> None:
+    """The fence closes 10 s after the last successful renew was sent, before the 15 s lease can expire; hold() gives
+    the failing renew round its whole renew deadline (client-go) and ends after it."""
     kube, name, fake = FakeLeases(), lease_name(), FakeTime()
     e = await _leading(kube, name, fake)
     acquired_at = fake.now
     kube.fail_always = TransportError(method="PUT", path="p", cause="connection refused")
+    task = asyncio.create_task(e.hold())
+    await spin(fake.reached(acquired_at + 8))
+    assert e.fence.why_not() is None
+    await spin(fake.reached(acquired_at + 10))
+    assert e.fence.why_not() is not None, "no write may leave once the renew deadline has passed"
+    assert not e.is_leader
     with pytest.raises(LeadershipLost, match="renew deadline"):
-        await asyncio.wait_for(e.hold(), 5)
-    assert fake.now - acquired_at == pytest.approx(10), "ends exactly at the deadline, before the 15 s lease expires"
+        await asyncio.wait_for(task, 5)
+    assert fake.now - acquired_at == pytest.approx(2 + 10), "one retry period, then a whole failed renew round"
+    assert f"this replica lost lease ops/{name}: could not renew" in (e.fence.why_not() or "")
     assert gauge(name) == 0
 
 
@@ -444,6 +456,73 @@ async def test_hold_ends_in_time_against_a_hung_api_server() -> None:
     elapsed = time.monotonic() - started
     assert elapsed < 0.4 + 0.15, elapsed
     assert gauge(name) == 0
+
+
+async def test_a_frozen_event_loop_closes_the_write_gate_before_a_standby_can_take_over() -> None:
+    """Real time, as reported: renew deadline 2 s, lease 3 s. The event loop is blocked (CPU throttling, a big relist)
+    for longer than the renew deadline, so nothing in this process runs, the renew loop included. The first code that
+    resumes must find writes refused; a flag cleared by the renew loop would still say "leader"."""
+    kube, name = FakeLeases(), lease_name()
+    e = elector(kube, name, lease_duration=3, renew_deadline=2, retry_period=0.5)
+    await e.acquire()
+    task = asyncio.create_task(e.hold())
+    await asyncio.sleep(0.7)  # at least one renewal
+    assert leads(e)
+    time.sleep(2.1)  # noqa: ASYNC251 - the point: a loop blocked past the renew deadline since the last renew
+    assert not leads(e), "the write gate must close by time, without the renew loop having run"
+    assert e.fence.why_not() is not None
+    assert "renew deadline" in (e.fence.why_not() or "")
+    await asyncio.sleep(0.7)  # the loop runs again: nobody took the Lease, so the next renewal reopens the gate
+    assert e.fence.why_not() is None
+    assert not task.done()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert e.fence.why_not() is not None, "a cancelled hold() closes the gate"
+
+
+class SlowLeases(FakeLeases):
+    """Every call answers after ``latency`` seconds of real time (an overloaded API server)."""
+
+    latency = 0.0
+
+    async def request(self, method: str, path: str, **options: Any) -> dict[str, Any]:
+        await asyncio.sleep(self.latency)
+        return await super().request(method, path, **options)
+
+
+async def test_a_slow_api_server_costs_neither_the_acquire_nor_the_lease() -> None:
+    """Calls slower than half the renew deadline (the old per-call timeout) still acquire and renew: each renew gets
+    the whole renew deadline, as in client-go. Scaled down from a 6 s latency at a 10 s renew deadline."""
+    kube, name = SlowLeases(), lease_name()
+    kube.latency = 1.2  # the old per-call timeout was max(retry period, renew deadline / 2) = 1 s
+    e = elector(kube, name, lease_duration=3, renew_deadline=2, retry_period=0.3)
+    await asyncio.wait_for(e.acquire(), 10)
+    version = kube.objects[name]["metadata"]["resourceVersion"]
+    task = asyncio.create_task(e.hold())
+    await asyncio.sleep(2.8)  # past the renew deadline after the acquire: renewals must have landed
+    assert not task.done(), "hold() must survive renewals that take 60 % of the renew deadline"
+    assert kube.objects[name]["metadata"]["resourceVersion"] != version, "renewals landed"
+    assert kube.spec(name)["holderIdentity"] == "me"
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_failure_that_goes_on_is_warned_about_every_minute(caplog: pytest.LogCaptureFixture) -> None:
+    """A standby that cannot read the Lease (403, say) keeps saying so at warning level, not once and then never."""
+    kube, name, fake = FakeLeases(), lease_name(), FakeTime()
+    kube.fail_always = ServerError(status=503, reason="ServiceUnavailable", message="busy", method="GET", path="p")
+    e = elector(kube, name, identity="standby", fake=fake)
+    task = asyncio.create_task(e.acquire())
+    started = fake.now
+    with caplog.at_level(logging.DEBUG, logger="webserver_operator.manager.leader"):
+        await spin(fake.reached(started + 130))
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "acquire of lease" in r.getMessage()]
+    assert len(warnings) == 3, [r.getMessage() for r in warnings]  # at 0 s, about 60 s and about 120 s
+    assert "times since the last warning" in warnings[1].getMessage()
+    debug = [r for r in caplog.records if r.levelno == logging.DEBUG and "acquire of lease" in r.getMessage()]
+    assert len(debug) > 40, "the repeats in between are kept at debug"
 
 
 async def test_hold_needs_acquire() -> None:
@@ -520,7 +599,7 @@ async def test_release_after_a_cancelled_acquire_releases_a_write_that_landed() 
 @pytest.mark.parametrize("failure", ["error", "hang"])
 async def test_release_never_raises(failure: str, caplog: pytest.LogCaptureFixture) -> None:
     kube, name = FakeLeases(), lease_name()
-    e = elector(kube, name, request_timeout=0.1)
+    e = elector(kube, name, release_timeout=0.1)
     await e.acquire()
     if failure == "hang":
         kube.hang = True

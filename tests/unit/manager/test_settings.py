@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from webserver_operator.cli import build_parser
-from webserver_operator.core.settings import parse_bind_address
+from webserver_operator.core.settings import MIN_MAX_LOOP_LAG, parse_bind_address
+from webserver_operator.manager.probes import Heartbeat
 from webserver_operator.manager.settings import Settings, SettingsError, load_settings, setting_fields
 
 
@@ -48,12 +49,39 @@ def test_flags_override_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         (["--renew-deadline", "20"], "renew_deadline (20.0s) must be shorter than lease_duration (15.0s)"),
         (["--retry-period", "9"], "retry_period (9.0s) must be shorter than renew_deadline"),
         (["--log-format", "xml"], "log_format (--log-format / WEBSERVER_OPERATOR_LOG_FORMAT)"),
+        (["--leader-election-id", "Leader_Lock"], "'Leader_Lock' is not a Lease name: use a DNS-1123 subdomain"),
+        (["--leader-election-id", "x" * 254], "is not a Lease name: use a DNS-1123 subdomain"),
+        (["--leader-election-namespace", "Ops_NS"], "'Ops_NS' is not a namespace name: use a DNS-1123 label"),
+        (["--leader-election-namespace", "a" * 64], "is not a namespace name: use a DNS-1123 label"),
+        (["--max-loop-lag", "1"], "max_loop_lag (--max-loop-lag / WEBSERVER_OPERATOR_MAX_LOOP_LAG): must be a number"),
+        (["--max-loop-lag", "0.4"], "of at least 2: the event loop's heartbeat ticks every 0.5 s"),
+        (["--watch-stall-timeout", "0.01"], "watch_stall_timeout (--watch-stall-timeout / WEBSERVER_OPERATOR_WATCH_"),
+        (["--watch-stall-timeout", "0"], "of at least 1: a shorter stall timeout restarts watches in a loop"),
     ],
 )
 def test_invalid_settings_fail_fast_naming_the_setting(argv: list[str], expected: str) -> None:
     with pytest.raises(SettingsError) as err:
         _parse_run(*argv)
     assert expected in str(err.value)
+
+
+def test_valid_lease_names_and_limits_are_accepted() -> None:
+    s = _parse_run(
+        "--leader-election-id=webserver-operator.leader-2",
+        "--leader-election-namespace=ops-1",
+        "--max-loop-lag=2",
+        "--watch-stall-timeout=1",
+    )
+    assert s.leader_election.leader_election_id == "webserver-operator.leader-2"
+    assert s.leader_election.leader_election_namespace == "ops-1"
+    assert s.server.max_loop_lag == 2.0
+    assert s.watch.stall_timeout == 1.0
+    assert _parse_run().watch.stall_timeout is None, "unset: the informers draw 90-120 s per watch"
+
+
+def test_the_smallest_loop_lag_limit_leaves_room_for_several_heartbeats() -> None:
+    """Liveness must not flap: the smallest accepted --max-loop-lag spans several ticks of the loop heartbeat."""
+    assert Heartbeat().interval * 4 <= MIN_MAX_LOOP_LAG
 
 
 def test_bind_addresses() -> None:

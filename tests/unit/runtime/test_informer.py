@@ -339,7 +339,34 @@ def test_watch_timeout_is_jittered_between_half_and_full_with_a_floor(
     kube = FakeKube(lists=[], watches=[])
     informer = Informer(kube, WEBSERVERS, watch_timeout_seconds=base, rng=rng)
     assert informer._watch_timeout() == expected
-    assert informer.stall_timeout == base + 60
+
+
+@pytest.mark.parametrize(("rng", "expected"), [(lambda: 0.0, 90.0), (lambda: 0.5, 105.0), (lambda: 1.0, 120.0)])
+def test_default_stall_timeout_is_drawn_per_watch_from_90_to_120_seconds(
+    rng: Callable[[], float], expected: float
+) -> None:
+    """Bookmarks arrive about every 60 s on a quiet watch: a silent half-open watch is noticed within two of them,
+    whatever the watch timeout, and informers that stalled together do not reconnect in lock step."""
+    informer = Informer(FakeKube(lists=[], watches=[]), WEBSERVERS, watch_timeout_seconds=300, rng=rng)
+    assert informer._stall_timeout() == expected
+    assert Informer(FakeKube(lists=[], watches=[]), WEBSERVERS, stall_timeout=4.0, rng=rng)._stall_timeout() == 4.0
+
+
+async def test_a_stalled_watch_is_reopened_with_backoff_not_in_a_loop() -> None:
+    """A watch that stalls again and again (or a tiny stall timeout) must not be reopened at once every time: the
+    re-watch waits for the reconnect backoff, as after a failure."""
+    kube = FakeKube(lists=[page([], "5")], watches=[[STALL]] * 6)
+    informer = make_informer(kube, stall_timeout=0.01, backoff=Backoff(BackoffPolicy(base=0.1, cap=1.0)))
+    task = asyncio.create_task(informer.run())
+    try:
+        await asyncio.sleep(0.35)
+        opened = len(kube.watch_queries)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert opened <= 3, f"{opened} watches opened in 0.35 s (stall 0.01 s, backoff 0.1 s doubling)"
+    assert [q["resourceVersion"] for q in kube.watch_queries] == ["5"] * opened
 
 
 async def test_last_activity_advances_with_events() -> None:

@@ -5,6 +5,7 @@ import collections
 
 import pytest
 
+from tests.support.clock import ManualClock
 from webserver_operator import metrics
 from webserver_operator.runtime.workqueue import WorkQueue
 
@@ -13,17 +14,6 @@ pytestmark = pytest.mark.timeout(5)
 Key = tuple[str, str]
 A: Key = ("ns", "a")
 B: Key = ("ns", "b")
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def sample(name: str, queue: str) -> float:
@@ -104,7 +94,7 @@ async def test_one_key_never_processed_concurrently_by_several_workers() -> None
 
 
 async def test_add_after_coming_due_while_queued_collapses() -> None:
-    clock = FakeClock()
+    clock = ManualClock(1000.0)
     q: WorkQueue[Key] = WorkQueue(name="wq-after-queued", clock=clock)
     q.add(A)
     q.add_after(A, 1.0)
@@ -117,7 +107,7 @@ async def test_add_after_coming_due_while_queued_collapses() -> None:
 
 
 async def test_add_after_coming_due_while_processing_requeues_once_on_done() -> None:
-    clock = FakeClock()
+    clock = ManualClock(1000.0)
     q: WorkQueue[Key] = WorkQueue(name="wq-after-processing", clock=clock)
     q.add(A)
     assert await q.get() == A
@@ -130,7 +120,7 @@ async def test_add_after_coming_due_while_processing_requeues_once_on_done() -> 
 
 
 async def test_earliest_add_after_wins() -> None:
-    clock = FakeClock()
+    clock = ManualClock(1000.0)
     q: WorkQueue[Key] = WorkQueue(name="wq-after-earliest", clock=clock)
     q.add_after(A, 10.0)
     q.add_after(A, 5.0)
@@ -182,7 +172,7 @@ async def test_backoff_does_not_overflow_after_many_failures() -> None:
 
 
 async def test_add_rate_limited_delays_by_backoff_and_counts_retries() -> None:
-    clock = FakeClock()
+    clock = ManualClock(1000.0)
     q: WorkQueue[Key] = WorkQueue(name="wq-rate-limited", base_backoff=1.0, max_backoff=100.0, clock=clock)
     before = sample("workqueue_retries_total", "wq-rate-limited")
     q.add_rate_limited(A)
@@ -195,6 +185,19 @@ async def test_add_rate_limited_delays_by_backoff_and_counts_retries() -> None:
     assert q.pending_delayed() == {A: 2.0}
     assert q.num_requeues(A) == 2
     assert sample("workqueue_retries_total", "wq-rate-limited") - before == 2
+
+
+async def test_retry_after_is_honoured_up_to_the_maximum_backoff() -> None:
+    """A 429 with ``Retry-After: 86400`` (a misbehaving proxy) must not park a key for a day: it waits at most the
+    queue's maximum backoff, as the client's own retries cap the same header. A shorter Retry-After is honoured."""
+    clock = ManualClock(1000.0)
+    q: WorkQueue[Key] = WorkQueue(name="wq-retry-after", base_backoff=1.0, max_backoff=300.0, clock=clock)
+    q.add_rate_limited(A, at_least=86400.0)
+    q.add_rate_limited(B, at_least=42.0)
+    assert q.pending_delayed() == {A: 300.0, B: 42.0}
+    clock.advance(300.0)
+    q.flush_due()
+    assert len(q) == 2
 
 
 async def test_shutdown_releases_waiting_getters_and_ignores_adds() -> None:
@@ -223,7 +226,7 @@ async def test_cancelled_getter_does_not_swallow_a_wake_up() -> None:
 
 
 async def test_queue_and_work_duration_metrics_and_unfinished_work() -> None:
-    clock = FakeClock()
+    clock = ManualClock(1000.0)
     q: WorkQueue[Key] = WorkQueue(name="wq-metrics", clock=clock)
     q.add(A)
     clock.advance(2.0)

@@ -1,0 +1,203 @@
+"""The operator's RBAC grants exactly what its code uses: every verb it sends is granted, every granted verb is sent.
+
+Granting more than is used hands a compromised or buggy operator powers it never needed (a review once found
+``patch`` on Events while the recorder never sent one; it now does, for a repeated Event); granting less breaks it
+on some cluster. So this drives the operator's
+own wiring (``reconcile.setup`` on an informer cache, the leader elector) against the in-process fake API through
+every path that needs a permission, maps each request to the (apiGroup, resource, verb) the API server authorizes,
+and compares that with ``tests.support.chart.OPERATOR_RULES``, which config/rbac and the chart are checked against
+(here for their text, in test_chart_kustomize / test_chart when rendered, and by the API server's authorizer in
+tests/integration/test_manifests.py).
+
+The paths: informers list and watch WebServers, Deployments and Services; a first reconcile creates the children,
+records Events and writes status (answered 409 once, so it re-reads the WebServer); a reconcile whose cache missed
+the children meets 409 AlreadyExists, reads them and repairs a drifted one with a patch; the same drift twice
+more repeats an Event, which patches its count; the Lease is created, renewed and released.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
+from typing import Any, Unpack
+
+import yaml
+
+from tests.support.chart import GROUP, LEADER_ELECTION_RULES, MANAGER_RULES, OPERATOR_RULES, Rule
+from tests.support.fake_api import FakeApi, status_error
+from webserver_operator.api.models import WEBSERVERS
+from webserver_operator.core.resources import DEPLOYMENTS, EVENTS, LEASES, SERVICES
+from webserver_operator.core.settings import ControllerSettings, WatchSettings
+from webserver_operator.core.vocabulary import QueryValue, RequestOptions
+from webserver_operator.kube.paths import parse_path, rbac_verb
+from webserver_operator.manager.leader import LeaderElector
+from webserver_operator.reconcile.setup import setup_webserver_controller
+from webserver_operator.runtime.cache import InformerCache
+
+ROOT = Path(__file__).resolve().parents[2]
+NS, NAME = "team-a", "web"
+
+#: Checked by an admission plugin, not by a request: setting blockOwnerDeletion on the children's ownerReferences
+#: needs update on the owner's finalizers where OwnerReferencesPermissionEnforcement is on.
+ADMISSION_ONLY: frozenset[Rule] = frozenset({(GROUP, "webservers/finalizers", "update")})
+
+
+class RecordingApi(FakeApi):
+    """The fake API, remembering the RBAC rule every request and watch needs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.used: set[Rule] = set()
+
+    def _record(self, method: str, path: str, *, watch: bool = False) -> None:
+        info = parse_path(path)
+        assert info is not None, path
+        resource = f"{info.resource}/{info.subresource}" if info.subresource else info.resource
+        self.used.add((info.group, resource, rbac_verb(method, path, watch=watch)))
+
+    async def request(self, method: str, path: str, **options: Unpack[RequestOptions]) -> dict[str, Any]:
+        self._record(method, path)
+        return await super().request(method, path, **options)
+
+    @contextlib.asynccontextmanager
+    async def watch(
+        self, path: str, *, query: Mapping[str, QueryValue]
+    ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
+        self._record("GET", path, watch=True)
+        async with super().watch(path, query=query) as events:
+            yield events
+
+
+async def until(predicate: Callable[[], bool]) -> None:
+    async with asyncio.timeout(5):
+        while not predicate():  # noqa: ASYNC110 - polling the resulting state is the point
+            await asyncio.sleep(0.005)
+
+
+def replicas(api: FakeApi) -> object:
+    deployment = api.get(DEPLOYMENTS.path(namespace=NS, name=NAME)) or {}
+    return (deployment.get("spec") or {}).get("replicas")
+
+
+def service_port(api: FakeApi) -> object:
+    service = api.get(SERVICES.path(namespace=NS, name=NAME)) or {}
+    return ((service.get("spec") or {}).get("ports") or [{}])[0].get("port")
+
+
+async def reconcile_everything(api: RecordingApi) -> None:
+    api.put(
+        WEBSERVERS.path(namespace=NS),
+        {
+            "apiVersion": WEBSERVERS.api_version,
+            "kind": "WebServer",
+            "metadata": {"name": NAME, "namespace": NS},
+            "spec": {"image": "nginx:1.27", "replicas": 2, "port": 80},
+        },
+    )
+    status = WEBSERVERS.path(namespace=NS, name=NAME) + "/status"
+    api.fail("PUT", status, status_error(409, "Conflict", method="PUT", path=status))
+    cache = InformerCache(api, WatchSettings(namespaces=[NS]))
+    controller = setup_webserver_controller(cache, api=api, settings=ControllerSettings(workers=1))
+    informers = asyncio.create_task(cache.run())
+    await cache.synced()
+    running = asyncio.create_task(controller.run())
+    try:
+        await until(lambda: bool((api.get(WEBSERVERS.path(namespace=NS, name=NAME)) or {}).get("status")))
+        await until(lambda: bool(api.collections.get(EVENTS.path(namespace=NS))))
+        assert replicas(api) == 2
+        # The watches deliver nothing here, so the caches never see the children: the next reconcile meets 409
+        # AlreadyExists, reads them, and repairs what someone changed by hand in each.
+        deployment = api.get(DEPLOYMENTS.path(namespace=NS, name=NAME))
+        service = api.get(SERVICES.path(namespace=NS, name=NAME))
+        assert deployment is not None
+        assert service is not None
+        deployment["spec"]["replicas"] = 5
+        service["spec"]["ports"][0]["port"] = 8080
+        api.put(DEPLOYMENTS.path(namespace=NS), deployment)
+        api.put(SERVICES.path(namespace=NS), service)
+        controller.enqueue((NS, NAME))
+        await until(lambda: replicas(api) == 2 and service_port(api) == 80)
+        for _ in range(2):  # the same change again: the same Event, whose count is patched up the second time
+            deployment = api.get(DEPLOYMENTS.path(namespace=NS, name=NAME))
+            assert deployment is not None
+            deployment["spec"]["replicas"] = 5
+            api.put(DEPLOYMENTS.path(namespace=NS), deployment)
+            controller.enqueue((NS, NAME))
+            await until(lambda: replicas(api) == 2)
+        await until(lambda: any(e.get("count", 1) > 1 for e in api.collections[EVENTS.path(namespace=NS)].values()))
+    finally:
+        await controller.stop(1.0)
+        await asyncio.gather(running, return_exceptions=True)
+        informers.cancel()
+        await asyncio.gather(informers, return_exceptions=True)
+
+
+async def lead_and_release(api: RecordingApi) -> None:
+    path = LEASES.path(namespace=NS, name="leader")
+    elector = LeaderElector(
+        api,
+        lease_name="leader",
+        lease_namespace=NS,
+        identity="me",
+        lease_duration=3,
+        renew_deadline=2,
+        retry_period=0.05,
+    )
+    await elector.acquire()
+    acquired = api.get(path)
+    hold = asyncio.create_task(elector.hold())
+    await until(lambda: api.get(path) != acquired)  # renewed
+    hold.cancel()
+    await asyncio.gather(hold, return_exceptions=True)
+    await elector.release()
+    lease = api.get(path)
+    assert lease is not None
+    assert lease["spec"]["holderIdentity"] == ""
+
+
+async def test_every_granted_verb_is_used_and_every_used_verb_is_granted() -> None:
+    api = RecordingApi()
+    await reconcile_everything(api)
+    await lead_and_release(api)
+    assert api.used - OPERATOR_RULES == set(), "the operator sends requests its RBAC does not grant"
+    assert OPERATOR_RULES - ADMISSION_ONLY - api.used == set(), "RBAC grants verbs the operator never uses"
+
+
+def _rule_triples(rules: list[dict[str, Any]]) -> set[Rule]:
+    return {
+        (group, resource, verb)
+        for rule in rules
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+def test_config_rbac_grants_exactly_the_rules() -> None:
+    role = yaml.safe_load((ROOT / "config/rbac/role.yaml").read_text())
+    leader = yaml.safe_load((ROOT / "config/rbac/leader_election_role.yaml").read_text())
+    assert _rule_triples(role["rules"]) == MANAGER_RULES
+    assert _rule_triples(leader["rules"]) == LEADER_ELECTION_RULES
+
+
+def test_the_charts_manager_rules_are_exactly_the_rules() -> None:
+    """The chart's ClusterRole/Role rules live in one template: its text, without rendering (no helm needed)."""
+    helpers = (ROOT / "charts/webserver-operator/templates/_helpers.tpl").read_text()
+    match = re.search(r'\{\{- define "webserver-operator.managerRules" -\}\}\n(.*?)\{\{- end \}\}', helpers, re.S)
+    assert match is not None, "the managerRules template moved: update this test"
+    assert _rule_triples(yaml.safe_load(match.group(1))) == MANAGER_RULES
+
+
+def test_the_chart_readme_lists_exactly_the_rules() -> None:
+    """The chart's README tells installers what the ServiceAccount may do: the same rules, no more, no less."""
+    readme = (ROOT / "charts/webserver-operator/README.md").read_text()
+    rows = re.findall(r"^\s*\| `([^`]*)`(?: \(core\))? \| `([^`]+)` \| ([^|]+) \|$", readme, re.M)
+    listed = {
+        (group.strip('"'), resource, verb)
+        for group, resource, verbs in rows
+        for verb in re.findall(r"\b(get|list|watch|create|update|patch|delete|deletecollection)\b", verbs.split("(")[0])
+    }
+    assert listed == OPERATOR_RULES
