@@ -33,7 +33,9 @@ bin_dir() { "${ROOT}/hack/tools.sh" bindir; }
 use_tools() {
   local bin
   bin="$(bin_dir)"
-  [[ -x "${bin}/kwokctl" && -x "${bin}/kube-apiserver" ]] || "${ROOT}/hack/tools.sh" build
+  # Only what this script runs (no helm, promtool or kind).
+  [[ -x "${bin}/kwokctl" && -x "${bin}/kwok" && -x "${bin}/etcd" && -x "${bin}/kube-apiserver" ]] ||
+    "${ROOT}/hack/tools.sh" build cluster
   # The built tools go first: kwokctl runs `kubectl` from PATH for its health checks, and the machine may ship an
   # older kubectl.
   export PATH="${bin}:${PATH}"
