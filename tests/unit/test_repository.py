@@ -36,15 +36,22 @@ def test_license_notice_matches_every_declaration() -> None:
     assert f'org.opencontainers.image.licenses="{SPDX}"' in (ROOT / "Dockerfile").read_text()
 
 
-def test_changelog_has_upgrade_notes_for_the_unreleased_changes() -> None:
+def test_changelog_has_upgrade_notes_for_the_unreleased_changes_and_the_baseline() -> None:
     changelog = (ROOT / "CHANGELOG.md").read_text()
     sections = re.split(r"^## ", changelog, flags=re.MULTILINE)
     assert sections[1].startswith("[Unreleased]"), "the newest section must be [Unreleased]"
-    unreleased = sections[1]
-    assert "### Upgrade notes" in unreleased
-    # Every chart default that changed has its note.
+    assert sections[2].startswith("[0.1.0]"), "the 0.1.0 baseline follows"
+    for section in sections[1:3]:
+        assert "### Upgrade notes" in section
+        assert "#### Pod template changes" in section, "tests/integration/test_upgrade.py reads these"
+    # Every chart default that changed has its note: in the baseline, and since then.
     for changed in ("image.repository", "runAsUser", "nodeSelector", "aggregateClusterRoles", "honorLabels"):
-        assert changed in unreleased, changed
+        assert changed in sections[2], changed
+    assert "leaderElection.leaseDuration" in sections[1]
+    # The baseline named in the changelog is the one the upgrade test runs.
+    test = (ROOT / "tests" / "integration" / "test_upgrade.py").read_text()
+    (ref,) = re.findall(r'^BASELINE_REF = "([0-9a-f]{40})"$', test, flags=re.MULTILINE)
+    assert ref in changelog
 
 
 def _makefile_img() -> str:
