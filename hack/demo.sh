@@ -130,7 +130,7 @@ The operator is running (pid $(cat "${STATE}/operator.pid"), log ${STATE}/operat
   kubectl describe webserver webserver-sample               # status, conditions, events
   kubectl patch ws webserver-sample --type=merge -p '{"spec":{"image":"nginx:1.28"}}'
   kubectl delete deployment webserver-sample                # the operator recreates it
-  kubectl wait --for=condition=Ready webserver/webserver-sample
+  kubectl wait --for=condition=Ready webserver/webserver-sample --timeout=2m
   kubectl explain webserver.spec
   curl -s http://127.0.0.1:${METRICS_PORT}/metrics | grep controller_runtime_reconcile_total
   curl -s http://127.0.0.1:${HEALTH_PORT}/readyz

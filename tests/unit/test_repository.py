@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from tests.support.readme import quickstart_blocks
 from webserver_operator import __version__
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,20 +81,12 @@ def test_nothing_user_facing_names_a_public_image() -> None:
     assert offenders == []
 
 
-def _helm_section_commands() -> list[str]:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Install with Helm", 1)[1].split("\n## ", 1)[0]
-    block = re.search(r"```sh\n(.*?)```", section, flags=re.DOTALL)
-    assert block, "the Helm section needs a ```sh block"
-    joined = block[1].replace("\\\n", " ")
-    return [line.strip() for line in joined.splitlines() if line.strip() and not line.strip().startswith("#")]
-
-
 def test_readme_helm_commands_never_rely_on_a_published_image() -> None:
-    commands = _helm_section_commands()
-    installs = [i for i, c in enumerate(commands) if c.startswith("helm install")]
-    assert len(installs) == 2
-    for index in installs:
+    kind, registry = quickstart_blocks()
+    for commands in (kind, registry):
+        installs = [i for i, c in enumerate(commands) if c.startswith("helm install")]
+        assert len(installs) == 1, commands
+        (index,) = installs
         command = commands[index]
         sets_image = "--set image.repository=" in command and "--set image.tag=" in command
         loaded_before = any("kind-load" in c for c in commands[:index])
@@ -101,5 +94,5 @@ def test_readme_helm_commands_never_rely_on_a_published_image() -> None:
         assert sets_image or loaded_before, command
         if sets_image:
             assert pushed_before, f"{command}: the image it names must be pushed first"
-    assert any(c.startswith("make docker-build docker-push IMG=") for c in commands)
-    assert "make docker-build kind-load" in commands
+    assert kind[0] == "make docker-build kind-load"
+    assert registry[0].startswith("make docker-build docker-push IMG=")
