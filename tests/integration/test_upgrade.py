@@ -201,10 +201,11 @@ def test_upgrade_from_the_previous_release_restarts_no_pods(
     for name, _ in _specs():
         changed = template_changes(before[name]["template"], after[name]["template"])
         unnamed = undeclared(changed, declared)
+        generations = f"generation {before[name]['generation']} -> {after[name]['generation']}"
         if unnamed:
-            problems.append(f"{name}: pod template changed at {', '.join(unnamed)}")
+            problems.append(f"{name}: pod template changed at {', '.join(unnamed)} ({generations})")
         elif not changed and after[name]["generation"] != before[name]["generation"]:
-            problems.append(f"{name}: generation {before[name]['generation']} -> {after[name]['generation']}")
+            problems.append(f"{name}: {generations} with the same pod template")
         if not changed and after[name]["deployment_fields"] != before[name]["deployment_fields"]:
             problems.append(f"{name}: HEAD's operator wrote to the converged Deployment")
         if after[name]["service_fields"] != before[name]["service_fields"]:
@@ -212,7 +213,8 @@ def test_upgrade_from_the_previous_release_restarts_no_pods(
     assert not problems, (
         f"upgrading the operator from {BASELINE_REF[:7]} to HEAD would restart or rewrite WebServers' children:\n  "
         + "\n  ".join(problems)
-        + "\nAvoid the change, or apply it only when a WebServer changes (docs/upgrades.md); if it must reach "
-        "running WebServers, name each field in CHANGELOG.md under [Unreleased] > Upgrade notes with a line "
-        "`- `pod-template: <field>` what changes and how it rolls out`."
+        + "\nAvoid the change, or apply it only when a WebServer changes (docs/upgrades.md). If a pod-template change "
+        "must reach running WebServers, name each field in CHANGELOG.md under [Unreleased], Upgrade notes, Pod "
+        "template changes, as a line starting with `pod-template: <field>` in backticks, followed by what changes "
+        "and how it rolls out. Writes to converged Services have no such exception."
     )
