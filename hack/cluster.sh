@@ -152,7 +152,12 @@ cmd_up() {
   have="$("${BIN}/kubectl" --kubeconfig "${KUBECONFIG_PATH}" get nodes -o name 2>/dev/null | wc -l)"
   if ((have < NODES)); then
     log "scaling to ${NODES} kwok node(s) (${have} now)"
-    kwokctl scale node --name "${CLUSTER_NAME}" --replicas "${NODES}" >/dev/null
+    # kwokctl logs JSON lines on stderr: they go to a file, so callers (the demo) print only their own lines.
+    local scale_log="${KWOK_WORKDIR}/scale-${CLUSTER_NAME}.log"
+    if ! kwokctl scale node --name "${CLUSTER_NAME}" --replicas "${NODES}" >"${scale_log}" 2>&1; then
+      tail -n 20 "${scale_log}" >&2
+      die "kwokctl scale node failed; full log: ${scale_log}"
+    fi
   fi
   wait_for "${NODES} Ready node(s)" "${NODE_READY_TIMEOUT:-$((60 + 2 * NODES))}" nodes_ready "${NODES}"
   local range
