@@ -40,7 +40,7 @@ export IMG
 
 .PHONY: help
 help: ## Show this help.
-	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9 -]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
 
 ##@ Development
 
@@ -126,10 +126,9 @@ chaos: venv tools ## Chaos run (not in `make test`): 200 WebServers under churn 
 tools: ## Build every tool the tests use (control plane, kubectl, etcd, kwok, helm, promtool) into the tools cache.
 	hack/tools.sh build
 
-TOOL_TARGETS := tools-kubectl tools-helm tools-kind tools-promtool tools-cluster
-.PHONY: $(TOOL_TARGETS)
-$(TOOL_TARGETS): tools-%: ## tools-kubectl, -helm, -kind, -promtool, -cluster: build one tool (or the control plane).
-	hack/tools.sh build $*
+.PHONY: tools-kubectl tools-helm tools-kind tools-promtool tools-cluster
+tools-kubectl tools-helm tools-kind tools-promtool tools-cluster: ## Build one tool only (tools-cluster: control plane, etcd, kwok).
+	hack/tools.sh build $(@:tools-%=%)
 
 .PHONY: kind-tools
 kind-tools: tools-kind ## Build kind (only useful where a container engine runs).

@@ -35,7 +35,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import CRD_FILE
+from tests.integration.conftest import CRD_FILE, apply_crd
 from tests.support.cluster import ROOT, Cluster, wait_until
 from tests.support.operator import OperatorProcess
 from tests.support.upgrades import CHANGELOG, declared_template_changes, template_changes, undeclared
@@ -92,23 +92,14 @@ def _baseline_env(tree: Path) -> dict[str, str]:
     return env
 
 
-def _apply_crd(cluster: Cluster, path: Path) -> None:
-    cluster.kubectl(
-        "apply", "--server-side", "--force-conflicts", "--field-manager=webserver-operator-tests", "-f", str(path)
-    )
-    cluster.kubectl(
-        "wait", "--for=condition=Established", "crd/webservers.web.webserver-operator.dev", "--timeout=60s", timeout=90
-    )
-
-
 @pytest.fixture
 def baseline_crd(cluster: Cluster, crd: str, baseline: Path) -> Iterator[None]:
     """The baseline's CRD for the test; HEAD's again afterwards (the session's other tests expect it)."""
-    _apply_crd(cluster, baseline / CRD_PATH)
+    apply_crd(cluster, baseline / CRD_PATH)
     try:
         yield
     finally:
-        _apply_crd(cluster, CRD_FILE)
+        apply_crd(cluster, CRD_FILE)
 
 
 def _operator_entry(obj: dict[str, Any]) -> list[dict[str, Any]]:
@@ -185,7 +176,7 @@ def test_upgrade_from_the_previous_release_restarts_no_pods(
         assert old.stop() == 0, f"the baseline operator did not stop cleanly:\n{old.tail()}"
     before = _snapshot(cluster, namespace)
 
-    _apply_crd(cluster, CRD_FILE)
+    apply_crd(cluster, CRD_FILE)
     new = OperatorProcess(
         kubeconfig=cluster.kubeconfig, args=[f"--namespaces={namespace}"], log_path=tmp_path / "head.log"
     )
