@@ -8,9 +8,23 @@ SHELL := bash
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-TOOLS_BIN = $(shell hack/tools.sh bindir)
-KUBECTL ?= $(TOOLS_BIN)/kubectl
-HELM ?= $(TOOLS_BIN)/helm
+TOOLS_BIN := $(shell hack/tools.sh bindir)
+# kubectl and helm for the targets that act on your cluster: yours from PATH when recent enough, else the project's
+# build (`hack/tools.sh pick` says on stderr which one, and why); KUBECTL=<path>, HELM=<path> choose. Picked once, and
+# only when a goal uses them.
+ifneq ($(filter install uninstall deploy undeploy build-installer,$(MAKECMDGOALS)),)
+ifeq ($(origin KUBECTL),undefined)
+KUBECTL := $(shell hack/tools.sh pick kubectl)
+endif
+endif
+ifneq ($(filter chart-package,$(MAKECMDGOALS)),)
+ifeq ($(origin HELM),undefined)
+HELM := $(shell hack/tools.sh pick helm)
+endif
+endif
+# Every target builds only the tools it runs: $(call built,VAR,tool) is the build of `tool` when VAR points into the
+# tools cache, nothing when it is yours.
+built = $(if $(filter $(TOOLS_BIN)/%,$($(1))),tools-$(2))
 # Test backends: local (the control plane built here, started on demand), existing (KUBE_CONTEXT=<name> of a
 # cluster you own; the suites install cluster-scoped objects), kind (needs a container engine: `make engine`).
 CLUSTER ?= local
@@ -26,11 +40,14 @@ export IMG
 
 .PHONY: help
 help: ## Show this help.
-	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9 -]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
 
 ##@ Development
 
 $(VENV)/.installed: pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is not on PATH: install Python >= 3.11 (with its venv module, e.g. apt-get install python3 python3-venv), or pass PYTHON=<path to python3.11 or newer>" >&2; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "$(PYTHON) is Python $$($(PYTHON) -c 'import platform; print(platform.python_version())'); the project needs >= 3.11: install it and pass PYTHON=<path to python3.11 or newer>" >&2; exit 1; }
+	@$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || { echo "$(PYTHON) has no venv/ensurepip module: install it (e.g. apt-get install python3-venv) and run this again" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
@@ -67,7 +84,7 @@ test-unit: venv ## Unit tests only (pure: no cluster, no built tools; tests mark
 	$(PY) -m pytest tests/unit -m "not tools" $(PYTEST_ARGS)
 
 .PHONY: test-tools
-test-tools: venv tools ## The unit tests test-unit leaves out: chart, manifests and rules through helm/kubectl/promtool.
+test-tools: venv tools-kubectl tools-helm tools-promtool ## The unit tests test-unit leaves out: chart, manifests and rules through helm/kubectl/promtool.
 	$(PY) -m pytest tests/unit -m tools $(PYTEST_ARGS)
 
 .PHONY: test-integration
@@ -79,7 +96,7 @@ test-e2e: venv tools ## End-to-end tests (installed Helm chart) on CLUSTER=local
 	$(PY) -m pytest tests/e2e $(PYTEST_ARGS)
 
 .PHONY: e2e-kind
-e2e-kind: venv tools ## e2e suite on a kind cluster: real containers, the image from the Dockerfile (see `make engine`).
+e2e-kind: venv tools-kubectl tools-helm ## e2e suite on a kind cluster: real containers, the image from the Dockerfile (see `make engine`).
 	hack/kind.sh up
 	status=0; CLUSTER=kind $(PY) -m pytest tests/e2e $(PYTEST_ARGS) || status=$$?; \
 	if [[ -z "$${KEEP_CLUSTER:-}" ]]; then hack/kind.sh down; fi; exit $$status
@@ -106,15 +123,18 @@ chaos: venv tools ## Chaos run (not in `make test`): 200 WebServers under churn 
 ##@ Local control plane
 
 .PHONY: tools
-tools: ## Build kube-apiserver/-controller-manager/-scheduler, kubectl, etcd, kwok, helm into the tools cache.
+tools: ## Build every tool the tests use (control plane, kubectl, etcd, kwok, helm, promtool) into the tools cache.
 	hack/tools.sh build
 
+.PHONY: tools-kubectl tools-helm tools-kind tools-promtool tools-cluster
+tools-kubectl tools-helm tools-kind tools-promtool tools-cluster: ## Build one tool only (tools-cluster: control plane, etcd, kwok).
+	hack/tools.sh build $(@:tools-%=%)
+
 .PHONY: kind-tools
-kind-tools: ## Also build kind (only useful where a container engine runs).
-	hack/tools.sh build kind
+kind-tools: tools-kind ## Build kind (only useful where a container engine runs).
 
 .PHONY: cluster-up
-cluster-up: tools ## Start the local control plane with a Ready kwok node (reuses a running one).
+cluster-up: tools-cluster ## Start the local control plane with a Ready kwok node (reuses a running one).
 	hack/cluster.sh up
 
 .PHONY: cluster-down
@@ -139,12 +159,15 @@ engine: ## Install + configure a container engine kind can use (podman from Debi
 kind-node-image: ## The kind node image: pull the pinned kindest/node, or build it offline (cached by its inputs).
 	hack/kind-node-image.sh ensure
 
+# kind-up, kind-down and e2e-kind use the kind cluster KIND_CLUSTER_NAME (default webserver-operator); kind-load loads
+# into KIND_CLUSTER_NAME, default your only kind cluster (or the one your kubectl context points at). kind itself:
+# yours from PATH when recent enough, else the project's build (KIND=<path> chooses).
 .PHONY: kind-up
-kind-up: tools ## Start the kind cluster, build the image (IMG) and the e2e web images and load them into it.
+kind-up: ## Start the kind cluster, build the image (IMG) and the e2e web images and load them into it.
 	hack/kind.sh up
 
 .PHONY: kind-load
-kind-load: ## Build IMG from the Dockerfile and load it into the running kind cluster.
+kind-load: ## Load IMG (built by docker-build, not rebuilt) into KIND_CLUSTER_NAME (default: your only kind cluster).
 	hack/kind.sh load-image
 
 .PHONY: kind-down
@@ -189,32 +212,30 @@ docker-push: ## Push IMG to its registry with the detected engine.
 DEPLOY_NAMESPACE ?= webserver-operator-system
 DRY_RUN ?= none
 DIST ?= dist
-# The built tools are only needed when KUBECTL/HELM point at them (KUBECTL=kubectl uses your own).
 INSTALL_ENV = IMG='$(IMG)' DEPLOY_NAMESPACE='$(DEPLOY_NAMESPACE)' DRY_RUN='$(DRY_RUN)' DIST='$(DIST)' KUBECTL='$(KUBECTL)'
-NEEDS_TOOLS = $(if $(filter $(TOOLS_BIN)/%,$(KUBECTL) $(HELM)),tools)
 
 .PHONY: install
-install: $(NEEDS_TOOLS) ## Install the WebServer CRD (server-side apply; also upgrades it).
+install: $(call built,KUBECTL,kubectl) ## Install the WebServer CRD (server-side apply; also upgrades it).
 	$(INSTALL_ENV) hack/install.sh install
 
 .PHONY: uninstall
-uninstall: $(NEEDS_TOOLS) ## Delete the WebServer CRD: EVERY WebServer and its Deployment and Service go with it.
+uninstall: $(call built,KUBECTL,kubectl) ## Delete the WebServer CRD: EVERY WebServer and its Deployment and Service go with it.
 	$(INSTALL_ENV) hack/install.sh uninstall
 
 .PHONY: deploy
-deploy: $(NEEDS_TOOLS) ## Deploy config/default (CRD, RBAC, operator) with IMG into DEPLOY_NAMESPACE.
+deploy: $(call built,KUBECTL,kubectl) ## Deploy config/default (CRD, RBAC, operator) with IMG into DEPLOY_NAMESPACE.
 	$(INSTALL_ENV) hack/install.sh deploy
 
 .PHONY: undeploy
-undeploy: $(NEEDS_TOOLS) ## Delete what deploy created, the CRD included (so every WebServer too).
-	$(INSTALL_ENV) hack/install.sh undeploy
+undeploy: $(call built,KUBECTL,kubectl) ## Delete what deploy created, the CRD included (so every WebServer too); needs no IMG.
+	DEPLOY_NAMESPACE='$(DEPLOY_NAMESPACE)' DRY_RUN='$(DRY_RUN)' KUBECTL='$(KUBECTL)' hack/install.sh undeploy
 
 .PHONY: build-installer
-build-installer: $(NEEDS_TOOLS) ## Write dist/install.yaml (DIST=...): CRD, RBAC and Deployment (IMG) in one file.
+build-installer: $(call built,KUBECTL,kubectl) ## Write dist/install.yaml (DIST=...): CRD, RBAC and Deployment (IMG) in one file.
 	$(INSTALL_ENV) hack/install.sh build-installer
 
 .PHONY: chart-package
-chart-package: $(NEEDS_TOOLS) ## Lint (--strict) and package the Helm chart into dist/webserver-operator-<version>.tgz.
+chart-package: $(call built,HELM,helm) ## Lint (--strict) and package the Helm chart into dist/webserver-operator-<version>.tgz.
 	$(HELM) lint --strict charts/webserver-operator
 	$(HELM) package charts/webserver-operator --destination $(DIST)
 
@@ -225,7 +246,7 @@ run: venv ## Run the operator on this machine against the current kubeconfig.
 	$(VENV)/bin/webserver-operator run
 
 .PHONY: demo
-demo: venv tools ## The demo's own local cluster + CRD + operator + a Ready sample WebServer, then how to play with it.
+demo: venv ## The demo's own local cluster + CRD + operator + a Ready sample WebServer (builds only what it runs).
 	hack/demo.sh
 
 .PHONY: demo-down

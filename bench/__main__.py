@@ -5,7 +5,7 @@
     python -m bench report bench/results/<stamp>.json [--readme]
 
 ``run`` writes bench/results/<stamp>.json (every measurement), <stamp>.md (the table), <stamp>-n<N>x<replicas>.png
-(charts) and, unless --no-readme, the README's Performance section. ``--zero N`` adds a size with ``replicas: 0``,
+(charts) and, unless --no-readme, the Results section of bench/README.md. ``--zero N`` adds a size with ``replicas: 0``,
 which takes pod simulation out of the picture. Only loopback API servers are used: each run gets its own fresh
 local cluster (hack/cluster.sh, cluster name webserver-bench), deleted afterwards.
 """
@@ -28,7 +28,8 @@ from bench.runner import Plan, run_plan
 from bench.scenarios import SCENARIOS
 from bench.systems import SYSTEMS
 
-RESULTS = ROOT / "bench" / "results"
+BENCH_DIR = ROOT / "bench"
+RESULTS = BENCH_DIR / "results"
 
 
 def _ints(text: str) -> list[int]:
@@ -51,11 +52,12 @@ def write_outputs(results: dict[str, object], json_path: Path, *, readme: bool) 
     md_path.write_text(f"# Benchmark {json_path.stem}\n\n{table}\n{links}\n")
     say(f"wrote {json_path}, {md_path}, {', '.join(str(p) for p in pngs)}")
     if readme:
-        rel = json_path.relative_to(ROOT)
-        charts_md = " · ".join(f"[{p.stem}]({p.relative_to(ROOT)})" for p in pngs)
+        # The results live in bench/README.md (the project README links it): links relative to bench/.
+        rel = json_path.relative_to(BENCH_DIR)
+        charts_md = " · ".join(f"[{p.stem}]({p.relative_to(BENCH_DIR)})" for p in pngs)
         section = f"Latest run: [{rel}]({rel}) (charts: {charts_md}). Reproduce with `make bench`.\n\n{table}"
-        report.update_readme(ROOT / "README.md", section)
-        say("updated the Performance section of README.md")
+        report.update_readme(BENCH_DIR / "README.md", section)
+        say("updated the Results section of bench/README.md")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -132,11 +134,11 @@ def main(argv: list[str] | None = None) -> int:
         default=",".join(SCENARIOS),
         help=f"operator scenarios to run (default all: {','.join(SCENARIOS)})",
     )
-    run.add_argument("--no-readme", action="store_true", help="do not update README.md")
+    run.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
     run.set_defaults(func=cmd_run)
     rep = sub.add_parser("report", help="redraw the table and charts of a results JSON")
     rep.add_argument("json")
-    rep.add_argument("--readme", action="store_true", help="also update README.md")
+    rep.add_argument("--readme", action="store_true", help="also update bench/README.md")
     rep.set_defaults(func=cmd_report)
     prof = sub.add_parser("profile", help="py-spy and tracemalloc profile of this operator during bulk create")
     prof.add_argument("--n", type=int, default=1000)

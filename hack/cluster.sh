@@ -33,7 +33,9 @@ bin_dir() { "${ROOT}/hack/tools.sh" bindir; }
 use_tools() {
   local bin
   bin="$(bin_dir)"
-  [[ -x "${bin}/kwokctl" && -x "${bin}/kube-apiserver" ]] || "${ROOT}/hack/tools.sh" build
+  # Only what this script runs (no helm, promtool or kind).
+  [[ -x "${bin}/kwokctl" && -x "${bin}/kwok" && -x "${bin}/etcd" && -x "${bin}/kube-apiserver" ]] ||
+    "${ROOT}/hack/tools.sh" build cluster
   # The built tools go first: kwokctl runs `kubectl` from PATH for its health checks, and the machine may ship an
   # older kubectl.
   export PATH="${bin}:${PATH}"
@@ -150,7 +152,12 @@ cmd_up() {
   have="$("${BIN}/kubectl" --kubeconfig "${KUBECONFIG_PATH}" get nodes -o name 2>/dev/null | wc -l)"
   if ((have < NODES)); then
     log "scaling to ${NODES} kwok node(s) (${have} now)"
-    kwokctl scale node --name "${CLUSTER_NAME}" --replicas "${NODES}" >/dev/null
+    # kwokctl logs JSON lines on stderr: they go to a file, so callers (the demo) print only their own lines.
+    local scale_log="${KWOK_WORKDIR}/scale-${CLUSTER_NAME}.log"
+    if ! kwokctl scale node --name "${CLUSTER_NAME}" --replicas "${NODES}" >"${scale_log}" 2>&1; then
+      tail -n 20 "${scale_log}" >&2
+      die "kwokctl scale node failed; full log: ${scale_log}"
+    fi
   fi
   wait_for "${NODES} Ready node(s)" "${NODE_READY_TIMEOUT:-$((60 + 2 * NODES))}" nodes_ready "${NODES}"
   local range

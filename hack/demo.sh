@@ -46,15 +46,19 @@ down)
 esac
 
 BIN="$(hack/tools.sh bindir)"
-k() { "${BIN}/kubectl" --kubeconfig "${KUBECONFIG_PATH}" "$@"; }
+KUBECTL="${BIN}/kubectl"
+k() { "${KUBECTL}" --kubeconfig "${KUBECONFIG_PATH}" "$@"; }
 
 if [[ "${CLUSTER:-local}" == "kind" ]]; then
-  # Real containers: the image built from the Dockerfile (IMG), installed with the Helm chart as the README says.
+  # Real containers: the image built from the Dockerfile (IMG), installed with the Helm chart as the README says,
+  # with your kubectl and helm when they are recent enough (hack/tools.sh pick says which).
   IMG="${IMG:-localhost/webserver-operator:0.1.0}"
+  KUBECTL="$(hack/tools.sh ensure kubectl)"
+  HELM="$(hack/tools.sh ensure helm)"
   hack/kind.sh up
   KUBECONFIG_PATH="$(hack/kind.sh kubeconfig)"
   echo "== installing the chart with image ${IMG}"
-  "${BIN}/helm" --kubeconfig "${KUBECONFIG_PATH}" upgrade --install webserver-operator charts/webserver-operator \
+  "${HELM}" --kubeconfig "${KUBECONFIG_PATH}" upgrade --install webserver-operator charts/webserver-operator \
     -n webserver-operator-system --create-namespace --take-ownership --wait --timeout 3m \
     --set image.repository="${IMG%:*}" --set image.tag="${IMG##*:}" --set image.pullPolicy=IfNotPresent
   # The sample's nginx where it can be pulled, else the stand-in web image hack/kind.sh loaded (same page).
@@ -72,7 +76,7 @@ if [[ "${CLUSTER:-local}" == "kind" ]]; then
 Real pods on a kind node. Try:
 
   export KUBECONFIG=${KUBECONFIG_PATH}
-  export PATH="${BIN}:\$PATH"
+  export PATH="$(dirname "${KUBECTL}"):$(dirname "${HELM}"):\$PATH"
   kubectl scale webserver/webserver-sample --replicas=4
   kubectl get pods -o wide -l app.kubernetes.io/instance=webserver-sample
   curl http://${NODE_IP}:${NODE_PORT}/
@@ -126,7 +130,7 @@ The operator is running (pid $(cat "${STATE}/operator.pid"), log ${STATE}/operat
   kubectl describe webserver webserver-sample               # status, conditions, events
   kubectl patch ws webserver-sample --type=merge -p '{"spec":{"image":"nginx:1.28"}}'
   kubectl delete deployment webserver-sample                # the operator recreates it
-  kubectl wait --for=condition=Ready webserver/webserver-sample
+  kubectl wait --for=condition=Ready webserver/webserver-sample --timeout=2m
   kubectl explain webserver.spec
   curl -s http://127.0.0.1:${METRICS_PORT}/metrics | grep controller_runtime_reconcile_total
   curl -s http://127.0.0.1:${HEALTH_PORT}/readyz

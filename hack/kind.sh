@@ -9,12 +9,19 @@
 # (networking.disableDefaultCNI); on a cgroup v1 host the kubelet is told to accept cgroup v1 (failCgroupV1: false).
 #
 # Usage: hack/kind.sh up | down | status | kubeconfig | load-image | load-web | web-images
-#   IMG=<name:tag>  the operator image (default localhost/webserver-operator:0.1.0)
+#   IMG=<name:tag>          the operator image (default localhost/webserver-operator:0.1.0)
+#   KIND_CLUSTER_NAME=<name> the kind cluster. up, down, status, kubeconfig and load-web: default webserver-operator
+#                           (the project's own, which e2e-kind creates and deletes). load-image (`make kind-load`,
+#                           for your cluster): default your only kind cluster, else the one your kubectl context
+#                           points at (kind-<name>), else webserver-operator if it exists.
+#   KIND=<path>             the kind binary (default: kind from PATH when >= the pinned KIND_VERSION, else the
+#                           project's build; hack/tools.sh pick says which)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=versions.env
 source "${ROOT}/hack/versions.env"
-CLUSTER_NAME="${KIND_CLUSTER_NAME:-webserver-operator}"
+DEFAULT_CLUSTER_NAME=webserver-operator
+CLUSTER_NAME="${KIND_CLUSTER_NAME:-${DEFAULT_CLUSTER_NAME}}"
 IMG="${IMG:-localhost/webserver-operator:0.1.0}"
 STATE="${XDG_CACHE_HOME:-${HOME}/.cache}/webserver-operator/kind"
 KUBECONFIG_PATH="${STATE}/${CLUSTER_NAME}.kubeconfig"
@@ -34,9 +41,46 @@ use_engine() {
   fi
 }
 
+# kind_bin: the kind to run, picked once (yours from PATH when recent enough, else the project's build, built now if
+# missing).
 kind_bin() {
-  "${ROOT}/hack/tools.sh" build kind >&2
-  printf '%s/kind\n' "$("${ROOT}/hack/tools.sh" bindir)"
+  if [[ -z "${KIND:-}" ]]; then
+    KIND="$("${ROOT}/hack/tools.sh" ensure kind)"
+    export KIND
+  fi
+  printf '%s\n' "${KIND}"
+}
+
+# load_cluster_name: the cluster `load-image` loads into, by the rule in the header; dies listing the clusters when
+# the choice is not clear.
+load_cluster_name() {
+  if [[ -n "${KIND_CLUSTER_NAME:-}" ]]; then
+    printf '%s\n' "${KIND_CLUSTER_NAME}"
+    return
+  fi
+  local kind clusters current
+  kind="$(kind_bin)"
+  mapfile -t clusters < <("${kind}" get clusters 2>/dev/null | grep -v '^No kind clusters found' || true)
+  if ((${#clusters[@]} == 0)); then
+    die "no kind cluster exists: create one (\`kind create cluster\`, or \`make kind-up\` for the project's), then run this again"
+  fi
+  if ((${#clusters[@]} == 1)); then
+    log "loading into the only kind cluster, ${clusters[0]} (KIND_CLUSTER_NAME=<name> picks another)"
+    printf '%s\n' "${clusters[0]}"
+    return
+  fi
+  current="$(kubectl config current-context 2>/dev/null || true)"
+  if [[ "${current}" == kind-* ]] && printf '%s\n' "${clusters[@]}" | grep -qxF "${current#kind-}"; then
+    log "loading into ${current#kind-}, the kind cluster of your kubectl context (KIND_CLUSTER_NAME=<name> picks another)"
+    printf '%s\n' "${current#kind-}"
+    return
+  fi
+  if printf '%s\n' "${clusters[@]}" | grep -qxF "${DEFAULT_CLUSTER_NAME}"; then
+    log "loading into the project's kind cluster ${DEFAULT_CLUSTER_NAME} (KIND_CLUSTER_NAME=<name> picks another)"
+    printf '%s\n' "${DEFAULT_CLUSTER_NAME}"
+    return
+  fi
+  die "several kind clusters exist (${clusters[*]}) and none is the current kubectl context: pass KIND_CLUSTER_NAME=<name>"
 }
 
 cluster_exists() { "$1" get clusters 2>/dev/null | grep -qxF "${CLUSTER_NAME}"; }
@@ -78,6 +122,7 @@ cmd_up() {
       --kubeconfig "${KUBECONFIG_PATH}" --wait 180s
   fi
   "${kind}" get kubeconfig --name "${CLUSTER_NAME}" >"${KUBECONFIG_PATH}"
+  "${ROOT}/hack/images.sh" operator "${IMG}"
   cmd_load_image
   cmd_load_web
 }
@@ -97,9 +142,11 @@ load_images() {
   fi
 }
 
+# load-image: IMG as `make docker-build` left it in the engine's store; never rebuilt here.
 cmd_load_image() {
   use_engine
-  "${ROOT}/hack/images.sh" operator "${IMG}"
+  "${ENGINE}" image inspect "${IMG}" >/dev/null 2>&1 ||
+    die "${IMG} is not in ${ENGINE}'s images: build it first (\`make docker-build kind-load\`, or \`make docker-build IMG=${IMG}\`)"
   log "loading ${IMG} into ${CLUSTER_NAME}"
   load_images "${IMG}"
 }
@@ -137,14 +184,18 @@ cmd_status() {
   kind="$(kind_bin)"
   cluster_exists "${kind}" || { log "kind cluster ${CLUSTER_NAME} does not exist"; return 1; }
   "${kind}" get kubeconfig --name "${CLUSTER_NAME}" >"${KUBECONFIG_PATH}"
-  "$("${ROOT}/hack/tools.sh" bindir)/kubectl" --kubeconfig "${KUBECONFIG_PATH}" get nodes -o wide
+  "$("${ROOT}/hack/tools.sh" ensure kubectl)" --kubeconfig "${KUBECONFIG_PATH}" get nodes -o wide
 }
 
 case "${1:-}" in
 up) cmd_up ;;
 status) cmd_status ;;
 down) cmd_down ;;
-load-image) cmd_load_image ;;
+load-image)
+  use_engine
+  CLUSTER_NAME="$(load_cluster_name)"
+  cmd_load_image
+  ;;
 load-web) cmd_load_web ;;
 kubeconfig) printf '%s\n' "${KUBECONFIG_PATH}" ;;
 web-images) "${ROOT}/hack/images.sh" web-names ;;

@@ -1,16 +1,27 @@
 #!/usr/bin/env bash
-# Build the project's Go tools (Kubernetes control plane + kubectl, etcd, kwok/kwokctl, helm, promtool, optionally kind) from
-# Go modules into a cache outside the repository, keyed by the pinned versions in hack/versions.env.
+# Build the project's Go tools (Kubernetes control plane + kubectl, etcd, kwok/kwokctl, helm, promtool, kind) from Go
+# modules into a cache outside the repository, keyed by the pinned versions in hack/versions.env; and pick, for the
+# user-facing targets, the kubectl, helm and kind already on PATH when they are recent enough.
 #
 # Why a script and not `go install`: k8s.io/kubernetes replaces every staging module with a local path, and
 # etcd's server module does the same, so `go install pkg@version` refuses both. Each is built from a small
 # throw-away tools module that requires it and pins the replaced modules to their published versions.
 #
+# Why per-tool targets: a cold build of everything takes 15 to 25 minutes on 2 cores; each make target asks only for
+# what it runs (the demo needs no helm or promtool, `make deploy` with your kubectl needs nothing).
+#
 # Usage:
-#   hack/tools.sh build [kind]   build what is missing (idempotent; seconds when the cache is warm)
-#   hack/tools.sh build node     also kind and the kind node's kubelet, kubeadm and kube-proxy
-#   hack/tools.sh bindir         print the bin directory of the current cache key
-#   hack/tools.sh key            print the cache key
+#   hack/tools.sh build [TOOL...]  build what is missing (idempotent; seconds when the cache is warm). TOOL is one of
+#                                  kubectl, helm, kind, promtool, etcd, kwok, control-plane (kube-apiserver,
+#                                  -controller-manager, -scheduler and kubectl), cluster (what hack/cluster.sh runs:
+#                                  control-plane, etcd, kwok), node (control-plane plus the kind node's kubelet,
+#                                  kubeadm, kube-proxy) or all (default: cluster, helm and promtool)
+#   hack/tools.sh pick TOOL        print the path of the kubectl, helm or kind to use: the one on PATH when it is at
+#                                  least the minimum version below, else the project's build (which may not be built
+#                                  yet); says on stderr which one and why
+#   hack/tools.sh ensure TOOL      pick, and build the project's one when that is the choice and it is missing
+#   hack/tools.sh bindir           print the bin directory of the current cache key
+#   hack/tools.sh key              print the cache key
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -29,9 +40,18 @@ tools_key() {
   {
     grep -E '^(KUBERNETES_VERSION|KUBERNETES_STAGING_VERSION|ETCD_VERSION|KWOK_VERSION|HELM_VERSION|PROMETHEUS_VERSION|KIND_VERSION|TOOLS_RECIPE)=' \
       "${ROOT}/hack/versions.env"
-    go env GOVERSION GOOS GOARCH
+    # Without Go there is nothing built: the key then names an empty folder, and `build` says how to install Go.
+    go env GOVERSION GOOS GOARCH 2>/dev/null || echo "go: not installed"
   } | sha256sum | cut -c1-12
 }
+
+# The oldest kubectl, helm and kind taken from PATH. kubectl: the oldest Kubernetes minor the chart claims
+# (Chart.yaml kubeVersion; kubectl supports one minor of skew either way, so pass KUBECTL=<path> for an older
+# cluster); helm: 3.17 brought --take-ownership, which the README's upgrade notes use; kind: the release whose node
+# image hack/versions.env pins (KIND_NODE_IMAGE).
+KUBECTL_MIN_VERSION=v1.30.0
+HELM_MIN_VERSION=v3.17.0
+KIND_MIN_VERSION="${KIND_VERSION}"
 
 KEY="$(tools_key)"
 BASE="${cache_root}/${KEY}"
@@ -142,6 +162,12 @@ build_kubernetes() {
     kube-apiserver kube-controller-manager kube-scheduler kubectl
 }
 
+# kubectl alone (the install targets, helm-less users); the control-plane build includes it.
+build_kubectl() {
+  have kubernetes && return 0
+  build_kubernetes_cmds kubectl "kubectl only" kubectl
+}
+
 # The node binaries of the offline kind node image (hack/kind-node-image.sh); kubectl comes from build_kubernetes.
 build_kubernetes_node() {
   build_kubernetes_cmds kubernetes-node "for the kind node image; a few minutes cold" kubelet kubeadm kube-proxy
@@ -233,32 +259,124 @@ build_kind() {
   mark kind "${KIND_VERSION}"
 }
 
-cmd_build() {
-  command -v go >/dev/null || die "go is not on PATH: install Go >= 1.26 (the Kubernetes ${KUBERNETES_VERSION} modules declare it)"
-  ensure_dirs
-  local start=${SECONDS}
-  log "cache ${BASE}"
-  # Small tools first: they are quick and let cluster scripts fail fast on a broken proxy.
-  build_kwok
-  build_helm
-  build_promtool
-  build_etcd
-  build_kubernetes
-  case "${1:-}" in
+need_go() {
+  local t hint=""
+  for t in "$@"; do
+    case "${t}" in
+    kubectl) hint+="; or put kubectl >= ${KUBECTL_MIN_VERSION} on PATH (or pass KUBECTL=<path>) and nothing is built" ;;
+    helm) hint+="; or put helm >= ${HELM_MIN_VERSION} on PATH (or pass HELM=<path>) and nothing is built" ;;
+    kind) hint+="; or put kind >= ${KIND_MIN_VERSION} on PATH (or pass KIND=<path>) and nothing is built" ;;
+    esac
+  done
+  command -v go >/dev/null ||
+    die "go is not on PATH: install Go >= 1.26 (https://go.dev/doc/install; the Kubernetes ${KUBERNETES_VERSION} modules declare it), then run this again${hint}"
+}
+
+need_python() {
+  command -v python3 >/dev/null ||
+    die "python3 is not on PATH: install Python >= 3.11 (it reads k8s.io/kubernetes' go.mod), then run this again"
+}
+
+TOOLS="kubectl helm kind promtool etcd kwok control-plane cluster node all"
+
+build_one() {
+  local t
+  case "$1" in
+  kubectl) need_python && build_kubectl ;;
+  helm) build_helm ;;
   kind) build_kind ;;
+  promtool) build_promtool ;;
+  etcd) build_etcd ;;
+  kwok) build_kwok ;;
+  control-plane) need_python && build_kubernetes ;;
+  cluster)
+    need_python
+    # Small tools first: they are quick and let cluster scripts fail fast on a broken proxy.
+    build_kwok
+    build_etcd
+    build_kubernetes
+    ;;
   node)
-    build_kind
+    need_python
+    build_kubernetes
     build_kubernetes_node
     ;;
-  "") ;;
-  *) die "unknown build target '${1}': use kind or node" ;;
+  all) for t in kwok helm promtool etcd control-plane; do build_one "${t}"; done ;;
   esac
-  log "all tools ready in $((SECONDS - start))s: ${BIN}"
+}
+
+cmd_build() {
+  (($# > 0)) || set -- all
+  local t
+  # Names first, so a typo fails before a long build.
+  for t in "$@"; do
+    [[ " ${TOOLS} " == *" ${t} "* ]] ||
+      die "unknown tool '${t}': use kubectl, helm, kind, promtool, etcd, kwok, control-plane, cluster, node or all"
+  done
+  need_go "$@"
+  ensure_dirs
+  local start=${SECONDS}
+  log "cache ${BASE}: $*"
+  for t in "$@"; do build_one "${t}"; done
+  log "ready in $((SECONDS - start))s: ${BIN}"
+}
+
+# version_of TOOL PATH: the tool's version (vX.Y.Z), or nothing when it does not answer.
+version_of() {
+  local out=""
+  case "$1" in
+  kubectl) out="$("$2" version --client 2>/dev/null)" ;;
+  helm) out="$("$2" version --short 2>/dev/null)" ;;
+  kind) out="$("$2" version 2>/dev/null)" ;;
+  esac
+  grep -oE 'v[0-9]+\.[0-9]+\.[0-9]+' <<<"${out}" | head -n 1
+}
+
+# at_least VERSION MINIMUM: VERSION >= MINIMUM (both vX.Y.Z).
+at_least() { [[ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n 1)" == "$2" ]]; }
+
+# pick TOOL: sets PICKED (path) and BUILT (1 when it is the project's build).
+pick() {
+  local tool="$1" min found version
+  case "${tool}" in
+  kubectl) min="${KUBECTL_MIN_VERSION}" ;;
+  helm) min="${HELM_MIN_VERSION}" ;;
+  kind) min="${KIND_MIN_VERSION}" ;;
+  *) die "pick: unknown tool '${tool}': use kubectl, helm or kind" ;;
+  esac
+  found="$(command -v "${tool}" || true)"
+  if [[ -n "${found}" ]]; then
+    version="$(version_of "${tool}" "${found}")"
+    if [[ -n "${version}" ]] && at_least "${version}" "${min}"; then
+      PICKED="${found}"
+      BUILT=0
+      log "${tool}: ${version} from PATH (${found}); ${tool^^}=<path> picks another"
+      return
+    fi
+    log "${tool}: ${found} is ${version:-of an unknown version}, older than ${min}: using the project's build instead"
+  fi
+  PICKED="${BIN}/${tool}"
+  BUILT=1
+  local note="built by \`hack/tools.sh build ${tool}\`"
+  [[ -x "${PICKED}" ]] && note="already built"
+  log "${tool}: the project's build ${PICKED} (${note}); ${tool^^}=<path> picks another"
 }
 
 case "${1:-build}" in
-build) cmd_build "${2:-}" ;;
+build)
+  shift || true
+  cmd_build "$@"
+  ;;
+pick)
+  pick "${2:?usage: hack/tools.sh pick kubectl|helm|kind}"
+  printf '%s\n' "${PICKED}"
+  ;;
+ensure)
+  pick "${2:?usage: hack/tools.sh ensure kubectl|helm|kind}"
+  if ((BUILT)) && [[ ! -x "${PICKED}" ]]; then cmd_build "$2" >&2; fi
+  printf '%s\n' "${PICKED}"
+  ;;
 bindir) printf '%s\n' "${BIN}" ;;
 key) printf '%s\n' "${KEY}" ;;
-*) die "unknown command '${1}': use build [kind|node], bindir or key" ;;
+*) die "unknown command '${1}': use build [TOOL...], pick TOOL, ensure TOOL, bindir or key" ;;
 esac

@@ -18,15 +18,22 @@ from tests.support.operator import OperatorProcess
 CRD_FILE = ROOT / "config" / "crd" / "bases" / "web.webserver-operator.dev_webservers.yaml"
 
 
+CRD = "webservers.web.webserver-operator.dev"
+
+
+def apply_crd(cluster: Cluster, path: Path = CRD_FILE) -> None:
+    """Install or upgrade the CRD in ``path`` with server-side apply (as an upgrade does) and wait until Established."""
+    cluster.kubectl(
+        "apply", "--server-side", "--force-conflicts", "--field-manager=webserver-operator-tests", "-f", str(path)
+    )
+    cluster.kubectl("wait", "--for=condition=Established", f"crd/{CRD}", "--timeout=60s", timeout=90)
+
+
 @pytest.fixture(scope="session")
 def crd(cluster: Cluster) -> str:
     """Install (or upgrade) the generated CRD with server-side apply and wait until it is Established."""
-    cluster.kubectl(
-        "apply", "--server-side", "--force-conflicts", "--field-manager=webserver-operator-tests", "-f", str(CRD_FILE)
-    )
-    name = "webservers.web.webserver-operator.dev"
-    cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s", timeout=90)
-    return name
+    apply_crd(cluster)
+    return CRD
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,8 @@ demo the developer left running) next to the test cluster, and then:
 - the two clusters are different API servers, and the demo's sample exists only in the demo's;
 - a WebServer created in the test cluster gets no status from the demo's operator, which still manages exactly its
   own sample;
-- `hack/demo.sh down` stops the demo's operator and cluster and leaves the test cluster running.
+- `hack/demo.sh down` stops the demo's operator and cluster and leaves the test cluster running;
+- the demo prints only its own lines (no log lines of kwok or the components it starts).
 """
 
 from __future__ import annotations
@@ -71,6 +72,9 @@ def test_demo_and_tests_leave_each_other_alone(cluster: Cluster, namespace: str)
     try:
         started = subprocess.run([str(demo)], env=env, capture_output=True, text=True, timeout=540, check=False)
         assert started.returncode == 0, f"hack/demo.sh failed:\n{started.stdout[-3000:]}\n{started.stderr[-3000:]}"
+        # Only the demo's own lines: the components' logs (kwok's JSON lines among them) go to files.
+        foreign = [line for line in (started.stdout + started.stderr).splitlines() if line.lstrip().startswith("{")]
+        assert foreign == [], f"hack/demo.sh printed log lines of the tools it runs: {foreign[:3]}"
         assert _server(demo_kubeconfig) != _server(cluster.kubeconfig)
 
         kubectl_demo = [str(cluster.kubectl_path), "--kubeconfig", str(demo_kubeconfig)]

@@ -1,16 +1,15 @@
-"""The README's "Install with Helm" section, run as written against the test cluster.
+"""The README quickstart's registry path, run as written against the test cluster.
 
-The registry path is the one every cluster can use: after `make docker-build docker-push IMG=...`, the README's
-`helm install ... --set image.repository=... --set image.tag=...`. The build and push need a container engine and a
-registry (the e2e suite on kind covers the image itself); here the placeholders get example values and the install
-command runs verbatim, except for its namespace (a fresh one) and `--take-ownership` (the session's CRD was applied
-outside Helm, which the chart README explains). What a user would then see: the operator Deployment runs exactly
-the image they pushed, under the restricted Pod Security level.
+The registry path is the one every cluster can use: after `make docker-build docker-push IMG=...`, the README's `helm
+install ... --set image.repository=... --set image.tag=... --wait`. The build and push need a container engine and a
+registry (the e2e suite on kind runs the quickstart's kind block); here the placeholders get example values and the
+install command runs verbatim, except for its namespace (a fresh one) and `--take-ownership` (the session's CRD was
+applied outside Helm, which the chart README explains). What a user would then see: the operator Deployment runs
+exactly the image they pushed, under the restricted Pod Security level.
 """
 
 from __future__ import annotations
 
-import re
 import shlex
 import subprocess
 import uuid
@@ -18,24 +17,16 @@ import uuid
 import pytest
 
 from tests.support.chart import restricted_violations
-from tests.support.cluster import ROOT, Cluster, wait_until
+from tests.support.cluster import Cluster, wait_until
+from tests.support.readme import quickstart_blocks
 
 REGISTRY = "registry.example/team"
 TAG = "1.2.3"
 
 
-def _readme_commands() -> list[str]:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Install with Helm", 1)[1].split("\n## ", 1)[0]
-    block = re.search(r"```sh\n(.*?)```", section, flags=re.DOTALL)
-    assert block
-    joined = block[1].replace("\\\n", " ")
-    return [line.strip() for line in joined.splitlines() if line.strip() and not line.strip().startswith("#")]
-
-
 @pytest.mark.usefixtures("crd")
 def test_readme_helm_install_with_a_pushed_image(cluster: Cluster) -> None:
-    commands = _readme_commands()
+    _, commands = quickstart_blocks()
     (install,) = [c for c in commands if c.startswith("helm install") and "image.repository" in c]
     namespace = f"t-readme-{uuid.uuid4().hex[:6]}"
     text = install.replace("<registry>", REGISTRY).replace("<tag>", TAG).replace("webserver-operator-system", namespace)
@@ -44,7 +35,7 @@ def test_readme_helm_install_with_a_pushed_image(cluster: Cluster) -> None:
     release = args[2]
     helm = [str(cluster.helm_path), "--kubeconfig", str(cluster.kubeconfig)]
     result = subprocess.run(
-        [*helm, *args[1:], "--take-ownership"], capture_output=True, text=True, timeout=180, check=False
+        [*helm, *args[1:], "--take-ownership"], capture_output=True, text=True, timeout=330, check=False
     )
     try:
         assert result.returncode == 0, result.stderr

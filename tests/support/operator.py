@@ -34,6 +34,7 @@ class OperatorProcess:
         args: Sequence[str] = (),
         env: dict[str, str] | None = None,
         log_path: Path | None = None,
+        cwd: Path | None = None,
     ) -> None:
         cmd = [
             sys.executable,
@@ -56,7 +57,13 @@ class OperatorProcess:
         self._lock = threading.Lock()
         self._log_file = log_path.open("w", encoding="utf-8") if log_path else None
         self.proc = subprocess.Popen(
-            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=full_env, start_new_session=True
+            cmd,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=full_env,
+            cwd=cwd,
+            start_new_session=True,
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()

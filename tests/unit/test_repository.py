@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from tests.support.readme import quickstart_blocks
 from webserver_operator import __version__
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,15 +37,22 @@ def test_license_notice_matches_every_declaration() -> None:
     assert f'org.opencontainers.image.licenses="{SPDX}"' in (ROOT / "Dockerfile").read_text()
 
 
-def test_changelog_has_upgrade_notes_for_the_unreleased_changes() -> None:
+def test_changelog_has_upgrade_notes_for_the_unreleased_changes_and_the_baseline() -> None:
     changelog = (ROOT / "CHANGELOG.md").read_text()
     sections = re.split(r"^## ", changelog, flags=re.MULTILINE)
     assert sections[1].startswith("[Unreleased]"), "the newest section must be [Unreleased]"
-    unreleased = sections[1]
-    assert "### Upgrade notes" in unreleased
-    # Every chart default that changed has its note.
+    assert sections[2].startswith("[0.1.0]"), "the 0.1.0 baseline follows"
+    for section in sections[1:3]:
+        assert "### Upgrade notes" in section
+        assert "#### Pod template changes" in section, "tests/integration/test_upgrade.py reads these"
+    # Every chart default that changed has its note: in the baseline, and since then.
     for changed in ("image.repository", "runAsUser", "nodeSelector", "aggregateClusterRoles", "honorLabels"):
-        assert changed in unreleased, changed
+        assert changed in sections[2], changed
+    assert "leaderElection.leaseDuration" in sections[1]
+    # The baseline named in the changelog is the one the upgrade test runs.
+    test = (ROOT / "tests" / "integration" / "test_upgrade.py").read_text()
+    (ref,) = re.findall(r'^BASELINE_REF = "([0-9a-f]{40})"$', test, flags=re.MULTILINE)
+    assert ref in changelog
 
 
 def _makefile_img() -> str:
@@ -73,20 +81,12 @@ def test_nothing_user_facing_names_a_public_image() -> None:
     assert offenders == []
 
 
-def _helm_section_commands() -> list[str]:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Install with Helm", 1)[1].split("\n## ", 1)[0]
-    block = re.search(r"```sh\n(.*?)```", section, flags=re.DOTALL)
-    assert block, "the Helm section needs a ```sh block"
-    joined = block[1].replace("\\\n", " ")
-    return [line.strip() for line in joined.splitlines() if line.strip() and not line.strip().startswith("#")]
-
-
 def test_readme_helm_commands_never_rely_on_a_published_image() -> None:
-    commands = _helm_section_commands()
-    installs = [i for i, c in enumerate(commands) if c.startswith("helm install")]
-    assert len(installs) == 2
-    for index in installs:
+    kind, registry = quickstart_blocks()
+    for commands in (kind, registry):
+        installs = [i for i, c in enumerate(commands) if c.startswith("helm install")]
+        assert len(installs) == 1, commands
+        (index,) = installs
         command = commands[index]
         sets_image = "--set image.repository=" in command and "--set image.tag=" in command
         loaded_before = any("kind-load" in c for c in commands[:index])
@@ -94,5 +94,5 @@ def test_readme_helm_commands_never_rely_on_a_published_image() -> None:
         assert sets_image or loaded_before, command
         if sets_image:
             assert pushed_before, f"{command}: the image it names must be pushed first"
-    assert any(c.startswith("make docker-build docker-push IMG=") for c in commands)
-    assert "make docker-build kind-load" in commands
+    assert kind[0] == "make docker-build kind-load"
+    assert registry[0].startswith("make docker-build docker-push IMG=")
