@@ -32,7 +32,7 @@ def review_api() -> Iterator[ReviewApi]:
 
 
 def serve(kubeconfig: Path | None, **server: object) -> MetricsServer:
-    settings = ServerSettings(metrics_bind_address="127.0.0.1:0", **server)  # type: ignore[arg-type]
+    settings = ServerSettings.model_validate({"metrics_bind_address": "127.0.0.1:0", **server})
     client = ClientSettings(kubeconfig=str(kubeconfig) if kubeconfig else None)
     metrics_server = MetricsServer(server=settings, client=client, render=lambda: b"# up\nup 1\n")
     metrics_server.start()
