@@ -91,7 +91,11 @@ class MetricsAuth:
             log.error("metrics: the TokenReview failed, answering 500: %s (%s)", err, _RBAC_HINT)
             return Verdict(500, "Authentication failed: the API server did not review the token (see the operator log)")
         if user is None:
-            return Verdict(401, "Unauthorized: the API server did not authenticate the bearer token")
+            return Verdict(
+                401,
+                "Unauthorized: the API server did not authenticate the bearer token (expired, revoked or from "
+                "another cluster); send a current ServiceAccount token",
+            )
         try:
             decision = await self._access.get((user, verb, path), lambda: self._review_access(user, verb, path))
         except KubeError as err:
