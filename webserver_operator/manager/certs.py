@@ -8,8 +8,8 @@ and ``--metrics-cert-path`` points at it, so Prometheus can verify the server ag
 
 The pod's root filesystem is read-only: the self-signed pair is written to a private temporary directory (/tmp is an
 emptyDir) only for ``ssl`` to load it (the standard library loads keys from files only), and deleted at once.
-A mounted certificate is read at start; a renewed one (cert-manager renews at two thirds of its lifetime) is
-served after the next restart.
+A mounted certificate is read at start and again whenever its files change (``manager.certreload``): a renewal by
+cert-manager is served without a restart.
 
 ``self_signed`` is pure; ``server_ssl_context`` reads or writes files. Called by ``manager.metrics_server``.
 """
@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-__all__ = ["CERT_FILE", "KEY_FILE", "self_signed", "server_ssl_context"]
+__all__ = ["CERT_FILE", "KEY_FILE", "load_mounted", "self_signed", "server_ssl_context"]
 
 #: File names in ``--metrics-cert-path``: the keys of a ``kubernetes.io/tls`` Secret, as cert-manager writes them.
 CERT_FILE = "tls.crt"
@@ -72,7 +72,7 @@ def server_ssl_context(cert_dir: str | None) -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     if cert_dir is not None:
-        _load_mounted(context, Path(cert_dir))
+        load_mounted(context, Path(cert_dir))
         return context
     hosts = ["localhost", "127.0.0.1", "::1", socket.gethostname()]
     cert, key = self_signed(hosts=hosts, now=datetime.datetime.now(datetime.UTC))
@@ -92,7 +92,8 @@ def server_ssl_context(cert_dir: str | None) -> ssl.SSLContext:
     return context
 
 
-def _load_mounted(context: ssl.SSLContext, cert_dir: Path) -> None:
+def load_mounted(context: ssl.SSLContext, cert_dir: Path) -> None:
+    """Load ``cert_dir``'s tls.crt and tls.key into ``context``; errors name the path and what to mount there."""
     cert_file, key_file = cert_dir / CERT_FILE, cert_dir / KEY_FILE
     missing = [str(f) for f in (cert_file, key_file) if not f.is_file()]
     if missing:

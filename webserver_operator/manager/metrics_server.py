@@ -4,8 +4,9 @@ Why it is guarded: ``webserver_operator_webserver_ready_status{namespace,name}``
 In a shared cluster only identities the cluster's RBAC allows to ``get /metrics`` may read them, as with
 kubebuilder v4 (controller-runtime's secure metrics server and its authentication/authorization filter):
 
-- secure (default): TLS (``manager.certs``: a mounted certificate or a self-signed one) and every request checked
-  by ``manager.metrics_auth`` (401 without a valid token, 403 without the right, 500 when a review fails);
+- secure (default): TLS (``manager.certs``: a mounted certificate, reloaded when it changes by
+  ``manager.certreload``, or a self-signed one) and every request checked by ``manager.metrics_auth`` (401 without
+  a valid token, 403 without the right, 500 when a review fails);
 - ``--no-metrics-secure``: plain HTTP and no checks, for a local run on 127.0.0.1 or a cluster where the network
   alone decides; binding it anywhere else is logged as a warning.
 
@@ -22,7 +23,8 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from typing import Any
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
@@ -33,6 +35,7 @@ from webserver_operator.core.settings import ClientSettings, ServerSettings, par
 from webserver_operator.kube.client import KubeClient
 from webserver_operator.kube.config import load_configuration
 from webserver_operator.kube.retry import RetryPolicy
+from webserver_operator.manager.certreload import CertificateReloader
 from webserver_operator.manager.certs import server_ssl_context
 from webserver_operator.manager.metrics_auth import MetricsAuth
 from webserver_operator.manager.serving import ServerThread, Site
@@ -85,6 +88,18 @@ def _auth_middleware(auth: MetricsAuth) -> Middleware:
         return web.Response(status=verdict.status, text=verdict.message + "\n", headers=headers)
 
     return middleware
+
+
+def _background(run: Callable[[], Coroutine[Any, Any, None]]) -> Callable[[web.Application], AsyncIterator[None]]:
+    """An aiohttp cleanup context running ``run()`` while the application serves."""
+
+    async def context(_: web.Application) -> AsyncIterator[None]:
+        task = asyncio.create_task(run())
+        yield
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    return context
 
 
 def _loopback(host: str) -> bool:
@@ -141,6 +156,9 @@ class MetricsServer:
 
         app.on_cleanup.append(close_client)
         app.middlewares.append(_auth_middleware(MetricsAuth(api)))
+        if self._settings.metrics_cert_path is not None:
+            reloader = CertificateReloader(ssl_context, self._settings.metrics_cert_path)
+            app.cleanup_ctx.append(_background(reloader.run))
         return [Site(app=app, bind=self._bind, ssl_context=ssl_context)]
 
     async def _review_client(self) -> KubeClient:
