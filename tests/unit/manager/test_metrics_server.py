@@ -7,7 +7,9 @@ server answers the same questions in tests/integration/test_metrics_auth.py.
 
 from __future__ import annotations
 
+import asyncio
 import ssl
+import threading
 import urllib.error
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +21,7 @@ from tests.support.scrape import scrape
 from tests.support.tls import issue_certificate
 from webserver_operator.core.settings import ClientSettings, ServerSettings
 from webserver_operator.kube.errors import ConfigurationError
-from webserver_operator.manager.metrics_server import MetricsServer
+from webserver_operator.manager.metrics_server import MetricsServer, SharedRender
 
 READER = "system:serviceaccount:monitoring:prometheus"
 TENANT = "system:serviceaccount:team-a:app"
@@ -113,3 +115,23 @@ def test_a_bad_kubeconfig_stops_the_start_with_its_message(tmp_path: Path) -> No
     server = MetricsServer(server=settings, client=ClientSettings(kubeconfig=str(tmp_path / "nope")), render=bytes)
     with pytest.raises(ConfigurationError, match=r"no kubeconfig at .*nope .*: set KUBECONFIG or --kubeconfig"):
         server.start()
+
+
+async def test_concurrent_scrapes_share_one_render_and_later_ones_render_again() -> None:
+    started, release = threading.Event(), threading.Event()
+    renders: list[int] = []
+
+    def render() -> bytes:
+        renders.append(1)
+        started.set()
+        release.wait(5)
+        return f"up {len(renders)}\n".encode()
+
+    shared = SharedRender(render)
+    waiting = [asyncio.create_task(shared()) for _ in range(10)]
+    await asyncio.to_thread(started.wait, 5)
+    late = asyncio.create_task(shared())  # arrives while the render runs: shares it
+    release.set()
+    assert set(await asyncio.gather(*waiting, late)) == {b"up 1\n"}
+    assert await shared() == b"up 2\n"  # a scrape after the render landed gets a fresh one
+    assert len(renders) == 2
