@@ -96,7 +96,7 @@ ENV PATH=/opt/venv/bin:${PATH}
 USER 65532:65532
 WORKDIR /tmp
 
-# Metrics (/metrics) and health probes (/healthz, /readyz).
-EXPOSE 8080 8081
+# Metrics (/metrics, HTTPS by default) and health probes (/healthz, /readyz).
+EXPOSE 8443 8081
 
 ENTRYPOINT ["webserver-operator", "run"]

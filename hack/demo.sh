@@ -103,8 +103,11 @@ if [[ -f "${STATE}/operator.pid" ]] && kill -0 "$(cat "${STATE}/operator.pid")" 
   kill "$(cat "${STATE}/operator.pid")" && sleep 1
 fi
 echo "== starting the operator (log: ${STATE}/operator.log)"
+# /metrics as plain HTTP, chosen explicitly: it is bound to 127.0.0.1, so only this machine reads it (installed in a
+# cluster, the operator serves it over HTTPS to tokens allowed to get /metrics; see docs/monitoring.md).
 nohup .venv/bin/webserver-operator run --kubeconfig "${KUBECONFIG_PATH}" --log-format text \
   --health-probe-bind-address "127.0.0.1:${HEALTH_PORT}" --metrics-bind-address "127.0.0.1:${METRICS_PORT}" \
+  --no-metrics-secure \
   >"${STATE}/operator.log" 2>&1 &
 echo $! >"${STATE}/operator.pid"
 for _ in $(seq 1 60); do

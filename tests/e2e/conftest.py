@@ -7,6 +7,11 @@
 - kind: the image built from the Dockerfile (hack/kind.sh loads it into the cluster) runs as the chart's pod, installed
   with ``image.repository``/``image.tag`` set to it, as the README's Helm section says; nothing is substituted.
 
+/metrics is read as Prometheus reads it: HTTPS with the token of the ServiceAccount ``metrics-scraper``, which the
+release binds to its metrics-reader ClusterRole (``metrics.reader.subjects``). On kind a pod of that ServiceAccount
+scrapes from inside the cluster (tests/support/scraper_pod.py), through the chart's NetworkPolicy (the release
+namespace carries the label it admits); locally the test scrapes the host process with a TokenRequest token.
+
 CRD ownership is handled explicitly: integration tests may already have applied the CRD outside Helm, so the
 release is installed with ``--take-ownership`` (the CRD then carries Helm's annotations and ``crds.keep`` protects it
 on uninstall).
@@ -23,13 +28,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.support.cluster import ROOT, Cluster, wait_until
 from tests.support.operator import OperatorProcess
+from tests.support.scrape import metric_value
+from tests.support.scraper_pod import ScraperPod
+from tests.support.serviceaccounts import service_account_token
 
 CHART = ROOT / "charts" / "webserver-operator"
 FULLNAME = "webserver-operator"
 HOST_OVERRIDDEN = ("--metrics-bind-address", "--health-probe-bind-address", "--log-format", "--log-level")
+SCRAPER = "metrics-scraper"
+"""The ServiceAccount the release binds to its metrics-reader ClusterRole: the tests' Prometheus."""
+METRICS_NAMESPACE_LABEL = {"metrics": "enabled"}
+"""What the chart's NetworkPolicy admits by default (metrics.networkPolicy.namespaceSelector)."""
 
 
 def split_image(image: str) -> tuple[str, str]:
@@ -60,13 +73,16 @@ class Release:
     workdir: Path
     values: list[str] = field(default_factory=list)
     host_operator: OperatorProcess | None = None
+    scraper: ScraperPod | None = None
 
     @property
     def in_cluster(self) -> bool:
         return self.cluster.runs_containers
 
     def helm_values(self) -> list[str]:
-        base = ["--set", f"fullnameOverride={FULLNAME}"]
+        base = ["--set", f"fullnameOverride={FULLNAME}", "--set", "metrics.networkPolicy.enabled=true"]
+        reader = "metrics.reader.subjects[0]"
+        base += ["--set", f"{reader}.kind=ServiceAccount,{reader}.name={SCRAPER},{reader}.namespace={self.namespace}"]
         if self.in_cluster:
             repository, tag = split_image(self.cluster.operator_image)
             base += ["--set", f"image.repository={repository}", "--set", f"image.tag={tag}"]
@@ -89,6 +105,26 @@ class Release:
             "--take-ownership",
             *self.helm_values(),
         )
+        self.cluster.kubectl("create", "serviceaccount", SCRAPER, "-n", self.namespace)
+
+    def rendered(self, kind: str, *values: str) -> dict[str, Any]:
+        """The one ``kind`` object the chart renders with this release's values plus ``values``."""
+        args = ("template", self.name, str(CHART), "-n", self.namespace, *self.helm_values(), *values)
+        docs = [d for d in yaml.safe_load_all(helm(self.cluster, *args).stdout) if d and d["kind"] == kind]
+        assert len(docs) == 1, f"expected one {kind}, the chart rendered {len(docs)}"
+        doc: dict[str, Any] = docs[0]
+        return doc
+
+    def scraper_token(self) -> str:
+        return service_account_token(self.cluster, namespace=self.namespace, name=SCRAPER, create=False)
+
+    def scraper_pod(self) -> ScraperPod:
+        """The in-cluster scraper (kind), started on first use."""
+        if self.scraper is None:
+            self.scraper = ScraperPod(
+                self.cluster, namespace=self.namespace, serviceaccount=SCRAPER, image=self.cluster.operator_image
+            ).start()
+        return self.scraper
 
     def upgrade(self, *values: str) -> None:
         self.values += list(values)
@@ -119,7 +155,11 @@ class Release:
         env.pop("KUBECONFIG", None)
         kubeconfig = self._serviceaccount_kubeconfig(spec["serviceAccountName"])
         self.host_operator = OperatorProcess(
-            kubeconfig=kubeconfig, args=args, env=env, log_path=self.workdir / "operator.log"
+            kubeconfig=kubeconfig,
+            args=args,
+            env=env,
+            log_path=self.workdir / "operator.log",
+            metrics_token=self.scraper_token(),
         ).wait_started(timeout=60)
 
     def stop_operator(self) -> None:
@@ -128,20 +168,21 @@ class Release:
             assert code == 0, f"operator exited with {code}:\n{self.host_operator.tail()}"
             self.host_operator = None
 
-    def metric(self, name: str, labels: dict[str, str] | None = None) -> float:
-        if self.host_operator is not None:
-            return self.host_operator.metric(name, labels)
-        raw = self.cluster.kubectl(
-            "get", "--raw", f"/api/v1/namespaces/{self.namespace}/services/{FULLNAME}-metrics:metrics/proxy/metrics"
-        ).stdout
-        from prometheus_client.parser import text_string_to_metric_families  # noqa: PLC0415
+    @property
+    def metrics_service_url(self) -> str:
+        port = self.cluster.get_json("service", f"{FULLNAME}-metrics", namespace=self.namespace)["spec"]["ports"][0]
+        return f"https://{FULLNAME}-metrics.{self.namespace}.svc:{port['port']}/metrics"
 
-        return sum(
-            s.value
-            for fam in text_string_to_metric_families(raw)
-            for s in fam.samples
-            if s.name == name and all(s.labels.get(k) == v for k, v in (labels or {}).items())
-        )
+    def metrics_text(self) -> str:
+        """/metrics as the tests' Prometheus reads it (the host process locally, the metrics Service on kind)."""
+        if self.host_operator is not None:
+            return self.host_operator.metrics_text()
+        status, text = self.scraper_pod().scrape(self.metrics_service_url)
+        assert status == 200, f"GET {self.metrics_service_url} from the scraper pod answered {status}: {text}"
+        return text
+
+    def metric(self, name: str, labels: dict[str, str] | None = None) -> float:
+        return metric_value(self.metrics_text(), name, labels)
 
     def _serviceaccount_kubeconfig(self, serviceaccount: str) -> Path:
         return self.cluster.serviceaccount_kubeconfig(
@@ -152,7 +193,7 @@ class Release:
 @pytest.fixture(scope="module")
 def release(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Release]:
     with cluster.temporary_namespace(
-        "wo-e2e", labels={"pod-security.kubernetes.io/enforce": "restricted"}
+        "wo-e2e", labels={"pod-security.kubernetes.io/enforce": "restricted", **METRICS_NAMESPACE_LABEL}
     ) as namespace:
         yield from _installed(cluster, namespace, tmp_path_factory)
 

@@ -20,6 +20,8 @@ import yaml
 
 from tests.e2e.conftest import FULLNAME, Release, helm
 from tests.support.cluster import ROOT, Cluster, wait_until
+from tests.support.scrape import scrape
+from tests.support.serviceaccounts import service_account_token
 from tests.support.webservers import wait_field, wait_ready
 from webserver_operator.kube.client import FIELD_MANAGER
 
@@ -232,12 +234,54 @@ def test_kind_logs_and_metrics_come_from_the_running_pod(cluster: Cluster, relea
     parsed = [json.loads(line) for line in logs if line.startswith("{")]
     assert parsed and len(parsed) == len(logs), "every log line is one JSON object (logFormat: json)"
     assert any(entry.get("msg", "").startswith("caches synced") for entry in parsed), logs[-20:]
-    # /metrics straight from the pod's metrics port (the API server's pod proxy), not through the Service.
-    raw = cluster.kubectl(
-        "get", "--raw", f"/api/v1/namespaces/{release.namespace}/pods/{pod['metadata']['name']}:8080/proxy/metrics"
-    ).stdout
+    # /metrics straight from the pod's IP and port, not through the Service: HTTPS with the scraper's token.
+    (port,) = [p["containerPort"] for p in pod["spec"]["containers"][0]["ports"] if p["name"] == "metrics"]
+    status, raw = release.scraper_pod().scrape(f"https://{pod['status']['podIP']}:{port}/metrics")
+    assert status == 200, raw
     assert 'controller_runtime_reconcile_total{controller="webserver",result="success"}' in raw
     assert release.metric("controller_runtime_reconcile_total", {"controller": "webserver"}) > 0
+
+
+def test_metrics_are_scraped_as_the_service_monitor_says(cluster: Cluster, release: Release) -> None:
+    """The chart's ServiceMonitor (rendered with this release's values) is followed to the letter."""
+    monitor = release.rendered("ServiceMonitor", "--set", "metrics.serviceMonitor.enabled=true")
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["scheme"] == "https"
+    assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}  # the operator's self-signed certificate
+    service = cluster.get_json("service", f"{FULLNAME}-metrics", namespace=release.namespace)
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    (port,) = [p["port"] for p in service["spec"]["ports"] if p["name"] == endpoint["port"]]
+    if release.in_cluster:
+        url = f"{endpoint['scheme']}://{FULLNAME}-metrics.{release.namespace}.svc:{port}{endpoint['path']}"
+        token = f"file:{endpoint['bearerTokenFile']}"
+        status, body = release.scraper_pod().scrape(
+            url, token=token, insecure=endpoint["tlsConfig"]["insecureSkipVerify"]
+        )
+    else:  # kwok runs no pods: the chart's operator is a host process, its token a TokenRequest one
+        assert release.host_operator is not None
+        url = f"{endpoint['scheme']}://127.0.0.1:{release.host_operator.metrics_port}{endpoint['path']}"
+        status, body = scrape(url, token=release.scraper_token())
+    assert status == 200, body
+    assert 'controller_runtime_reconcile_total{controller="webserver",result="success"}' in body
+
+
+def test_metrics_refuse_a_missing_token_and_a_serviceaccount_without_the_reader_role(
+    cluster: Cluster, release: Release
+) -> None:
+    outsider = service_account_token(cluster, namespace=release.namespace, name="not-a-scraper")
+    if release.in_cluster:
+        url = release.metrics_service_url
+        no_token, denied = (
+            release.scraper_pod().scrape(url, token="none"),
+            release.scraper_pod().scrape(url, token=outsider),
+        )
+    else:
+        assert release.host_operator is not None
+        url = release.host_operator.metrics_url
+        no_token, denied = scrape(url), scrape(url, token=outsider)
+    assert no_token[0] == 401, no_token
+    assert denied[0] == 403, denied
+    assert f"Authorization denied for user system:serviceaccount:{release.namespace}:not-a-scraper" in denied[1]
 
 
 @pytest.mark.kind
@@ -298,6 +342,8 @@ def test_serviceaccount_has_exactly_the_rules_it_needs(cluster: Cluster, release
         ("patch", "services"),
         ("update", "webservers.web.webserver-operator.dev", "--subresource=status"),
         ("create", "leases.coordination.k8s.io"),
+        ("create", "tokenreviews.authentication.k8s.io"),  # secure metrics: whose token is it
+        ("create", "subjectaccessreviews.authorization.k8s.io"),  # and may it get /metrics
     ):
         assert (
             cluster.kubectl(

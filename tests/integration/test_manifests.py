@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.chart import LEADER_ELECTION_RULES, MANAGER_RULES, Rule, restricted_violations
+from tests.support.chart import LEADER_ELECTION_RULES, MANAGER_RULES, METRICS_AUTH_RULES, Rule, restricted_violations
 from tests.support.cluster import Cluster
 from tests.support.rbac import can_i_list
 from webserver_operator.api.crd import CRD_FILE_NAME, CRD_NAME
@@ -163,7 +163,10 @@ def test_kustomize_default_is_accepted_by_the_api_server(
             "ClusterRole",
             "ClusterRole",
             "ClusterRole",
+            "ClusterRole",  # metrics-auth-role
+            "ClusterRole",  # metrics-reader
             "ClusterRoleBinding",
+            "ClusterRoleBinding",  # metrics-auth-rolebinding
             "Role",
             "RoleBinding",
             "Service",
@@ -249,9 +252,10 @@ def test_chart_rbac_grants_exactly_what_the_operator_uses(
 
     leader = {rule: ({lease} if rule[2] in ("get", "update") else set()) for rule in LEADER_ELECTION_RULES}
     manager: dict[Rule, set[str]] = {rule: set() for rule in MANAGER_RULES}
+    reviews: dict[Rule, set[str]] = {rule: set() for rule in METRICS_AUTH_RULES}  # cluster-wide, watched or not
     if watch:
-        assert in_release_ns == leader
-        assert in_watched_ns == manager
+        assert in_release_ns == leader | reviews
+        assert in_watched_ns == manager | reviews
     else:
-        assert in_release_ns == manager | leader
-        assert in_watched_ns == manager
+        assert in_release_ns == manager | leader | reviews
+        assert in_watched_ns == manager | reviews

@@ -164,6 +164,7 @@ def test_upgrade_from_the_previous_release_restarts_no_pods(
         env=env,
         cwd=baseline,
         log_path=tmp_path / "baseline.log",
+        before_secure_metrics=True,
     )
     try:
         old.wait_started(timeout=60)

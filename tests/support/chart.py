@@ -40,7 +40,11 @@ MANAGER_RULES: frozenset[Rule] = frozenset(
 LEADER_ELECTION_RULES: frozenset[Rule] = frozenset(
     {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")}
 )
-OPERATOR_RULES: frozenset[Rule] = MANAGER_RULES | LEADER_ELECTION_RULES
+# Secure metrics: the operator reviews each scraper's token and its right to get /metrics (cluster-scoped reviews).
+METRICS_AUTH_RULES: frozenset[Rule] = frozenset(
+    {("authentication.k8s.io", "tokenreviews", "create"), ("authorization.k8s.io", "subjectaccessreviews", "create")}
+)
+OPERATOR_RULES: frozenset[Rule] = MANAGER_RULES | LEADER_ELECTION_RULES | METRICS_AUTH_RULES
 
 # What people get on WebServers through the aggregated ClusterRoles (chart and config/rbac): readers see WebServers,
 # their status and scale; editors and admins also create, change, scale and delete them. Nobody but the operator

@@ -2,7 +2,11 @@
 
 Why a subprocess and not an in-process task: signals, exit codes, the probe thread, logging setup and settings
 parsing are part of what is tested, and a test must be able to kill -9 it. The process binds its probe and metrics
-ports to 127.0.0.1:0; the ports are read from its first JSON log line.
+ports to 127.0.0.1:0; the ports (and the metrics scheme) are read from its first JSON log line.
+
+Metrics are plain HTTP on 127.0.0.1 unless the args say otherwise (``--no-metrics-secure`` comes first, so an
+``--metrics-secure`` in ``args``, e.g. the chart's, wins): then ``metrics_token`` is sent as a bearer token over
+HTTPS, as Prometheus does (tests/support/scrape.py).
 """
 
 from __future__ import annotations
@@ -15,13 +19,11 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from prometheus_client.parser import text_string_to_metric_families
+from tests.support.scrape import metric_value, scrape
 
 
 class OperatorProcess:
@@ -35,7 +37,11 @@ class OperatorProcess:
         env: dict[str, str] | None = None,
         log_path: Path | None = None,
         cwd: Path | None = None,
+        metrics_token: str | None = None,
+        before_secure_metrics: bool = False,
     ) -> None:
+        """``before_secure_metrics``: the operator predates ``--metrics-secure`` (the upgrade test's baseline) and
+        serves plain HTTP without being told; it would refuse the flag."""
         cmd = [
             sys.executable,
             "-m",
@@ -43,6 +49,7 @@ class OperatorProcess:
             "run",
             "--health-probe-bind-address=127.0.0.1:0",
             "--metrics-bind-address=127.0.0.1:0",
+            *(() if before_secure_metrics else ("--no-metrics-secure",)),
             "--log-format=json",
             "--log-level=DEBUG",
         ]
@@ -69,6 +76,8 @@ class OperatorProcess:
         self._reader.start()
         self.health_port = 0
         self.metrics_port = 0
+        self.metrics_scheme = "http"
+        self.metrics_token = metrics_token
 
     def _read(self) -> None:
         assert self.proc.stderr is not None
@@ -90,6 +99,7 @@ class OperatorProcess:
                 if "health_port" in entry:
                     self.health_port = int(entry["health_port"])
                     self.metrics_port = int(entry.get("metrics_port") or 0)
+                    self.metrics_scheme = str(entry.get("metrics_scheme") or "http")
             if time.monotonic() > deadline:
                 raise AssertionError(f"operator did not report its ports within {timeout}s:\n{self.tail()}")
             time.sleep(0.05)
@@ -113,26 +123,20 @@ class OperatorProcess:
             return "\n".join(self.raw[-n:])
 
     def probe(self, path: str, *, timeout: float = 5) -> tuple[int, str]:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}{path}", timeout=timeout) as resp:
-                return resp.status, resp.read().decode()
-        except urllib.error.HTTPError as err:
-            return err.code, err.read().decode()
+        return scrape(f"http://127.0.0.1:{self.health_port}{path}", timeout=timeout)
+
+    @property
+    def metrics_url(self) -> str:
+        return f"{self.metrics_scheme}://127.0.0.1:{self.metrics_port}/metrics"
 
     def metrics_text(self) -> str:
-        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
-        with urllib.request.urlopen(url, timeout=5) as resp:
-            text: str = resp.read().decode()
-            return text
+        status, text = scrape(self.metrics_url, token=self.metrics_token, timeout=5)
+        assert status == 200, f"GET {self.metrics_url} answered {status}: {text}"
+        return text
 
     def metric(self, name: str, labels: dict[str, str] | None = None) -> float:
         """Sum of the samples named ``name`` whose labels include ``labels`` (0 when absent)."""
-        total = 0.0
-        for family in text_string_to_metric_families(self.metrics_text()):
-            for sample in family.samples:
-                if sample.name == name and all(sample.labels.get(k) == v for k, v in (labels or {}).items()):
-                    total += sample.value
-        return total
+        return metric_value(self.metrics_text(), name, labels)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
         if self.proc.poll() is None:

@@ -24,6 +24,7 @@ from tests.support.chart import (
     LEADER_ELECTION_RULES,
     LEASE,
     MANAGER_RULES,
+    METRICS_AUTH_RULES,
     NAMESPACE,
     OPERATOR_RULES,
     RELEASE,
@@ -92,6 +93,9 @@ def test_default_render_has_the_expected_objects() -> None:
             ("ClusterRole", f"{FULLNAME}-webserver-editor"),
             ("ClusterRole", f"{FULLNAME}-webserver-admin"),
             ("ClusterRoleBinding", f"{FULLNAME}-manager"),
+            ("ClusterRole", f"{FULLNAME}-metrics-auth"),
+            ("ClusterRoleBinding", f"{FULLNAME}-metrics-auth"),
+            ("ClusterRole", f"{FULLNAME}-metrics-reader"),
             ("CustomResourceDefinition", CRD_NAME),
             ("Deployment", FULLNAME),
             ("Pod", f"{FULLNAME}-healthz-test"),
@@ -144,18 +148,19 @@ def test_deployment_defaults() -> None:
     assert "--leader-elect" in args
     assert flag_values_of(args, "--leader-election-namespace") == [NAMESPACE]
     assert flag_values_of(args, "--leader-election-id") == [LEASE]
-    assert flag_values_of(args, "--metrics-bind-address") == [":8080"]
+    assert flag_values_of(args, "--metrics-bind-address") == [":8443"]
+    assert "--metrics-secure" in args  # HTTPS behind TokenReview/SubjectAccessReview (tests/unit/test_chart_metrics.py)
     assert flag_values_of(args, "--health-probe-bind-address") == [":8081"]
     assert flag_values_of(args, "--log-format") == ["json"]
     assert flag_values_of(args, "--log-level") == ["INFO"]
     assert not flag_values_of(args, "--namespaces")
     ports = {p["name"]: p["containerPort"] for p in manager["ports"]}
-    assert ports == {"metrics": 8080, "health": 8081}
+    assert ports == {"metrics": 8443, "health": 8081}
     for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
         assert manager[probe]["httpGet"]["port"] == "health"
     service = one(docs, "Service", f"{FULLNAME}-metrics")
     assert service["spec"]["selector"] == selector
-    assert service["spec"]["ports"] == [{"name": "metrics", "port": 8080, "targetPort": "metrics", "protocol": "TCP"}]
+    assert service["spec"]["ports"] == [{"name": "metrics", "port": 8443, "targetPort": "metrics", "protocol": "TCP"}]
     assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == FULLNAME
 
 
@@ -234,7 +239,9 @@ def test_metrics_disabled_removes_the_service_and_port() -> None:
     manager = manager_of(docs)
     # "0" disables the endpoint; ":0" would mean "any free port" and serve metrics after all.
     assert flag_values_of(manager["args"], "--metrics-bind-address") == ["0"]
+    assert not {"--metrics-secure", "--no-metrics-secure"} & set(manager["args"])
     assert [p["name"] for p in manager["ports"]] == ["health"]
+    assert not find(docs, "ClusterRole", f"{FULLNAME}-metrics-auth")  # no metrics, no reviews
 
 
 def _security_context_rules(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -270,7 +277,7 @@ def test_more_replicas_need_leader_election() -> None:
 def test_rbac_grants_exactly_what_the_operator_uses_cluster_wide() -> None:
     docs = render()
     granted = granted_of(docs, FULLNAME)
-    assert granted == {None: set(MANAGER_RULES), NAMESPACE: set(LEADER_ELECTION_RULES)}
+    assert granted == {None: set(MANAGER_RULES | METRICS_AUTH_RULES), NAMESPACE: set(LEADER_ELECTION_RULES)}
     assert set().union(*granted.values()) == OPERATOR_RULES
     cluster_role = one(docs, "ClusterRole", f"{FULLNAME}-manager")
     assert all("resourceNames" not in rule for rule in cluster_role["rules"])
@@ -289,9 +296,11 @@ def test_rbac_grants_exactly_what_the_operator_uses_cluster_wide() -> None:
 def test_rbac_with_watch_namespaces_uses_one_role_per_namespace() -> None:
     docs = render("--set", "watchNamespaces={team-a,team-b}")
     assert not find(docs, "ClusterRole", f"{FULLNAME}-manager")
-    assert not find(docs, "ClusterRoleBinding")
+    # The only cluster-wide right left: the metrics reviews, which are cluster-scoped.
+    assert [b["metadata"]["name"] for b in find(docs, "ClusterRoleBinding")] == [f"{FULLNAME}-metrics-auth"]
     granted = granted_of(docs, FULLNAME)
     assert granted == {
+        None: set(METRICS_AUTH_RULES),
         "team-a": set(MANAGER_RULES),
         "team-b": set(MANAGER_RULES),
         NAMESPACE: set(LEADER_ELECTION_RULES),
@@ -306,7 +315,7 @@ def test_rbac_can_be_left_to_the_user() -> None:
     assert deployment_of(docs)["spec"]["template"]["spec"]["serviceAccountName"] == "existing"
     docs = render("--set", "leaderElection.enabled=false")
     assert not find(docs, "Role")
-    assert granted_of(docs, FULLNAME) == {None: set(MANAGER_RULES)}
+    assert granted_of(docs, FULLNAME) == {None: set(MANAGER_RULES | METRICS_AUTH_RULES)}
 
 
 # --- values schema ----------------------------------------------------------------------------------------------------

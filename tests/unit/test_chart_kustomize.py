@@ -61,6 +61,9 @@ def test_default_renders_namespace_crd_rbac_and_manager(default: list[dict[str, 
             ("ClusterRole", f"{PREFIX}webserver-editor", None),
             ("ClusterRole", f"{PREFIX}webserver-admin", None),
             ("ClusterRoleBinding", f"{PREFIX}manager-rolebinding", None),
+            ("ClusterRole", f"{PREFIX}metrics-auth-role", None),
+            ("ClusterRoleBinding", f"{PREFIX}metrics-auth-rolebinding", None),
+            ("ClusterRole", f"{PREFIX}metrics-reader", None),
             ("Role", f"{PREFIX}leader-election-role", SYSTEM),
             ("RoleBinding", f"{PREFIX}leader-election-rolebinding", SYSTEM),
             ("Service", f"{PREFIX}controller-manager-metrics-service", SYSTEM),
@@ -70,6 +73,7 @@ def test_default_renders_namespace_crd_rbac_and_manager(default: list[dict[str, 
     namespace = one(default, "Namespace")
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
     assert not find(default, "ServiceMonitor"), "the ServiceMonitor needs the Prometheus Operator: not in default"
+    assert not find(default, "NetworkPolicy"), "the NetworkPolicy needs an enforcing network plugin: not in default"
 
 
 def test_default_crd_is_the_generated_one(default: list[dict[str, Any]]) -> None:
@@ -81,7 +85,7 @@ def test_default_crd_is_the_generated_one(default: list[dict[str, Any]]) -> None
 
 def test_default_rbac_is_exactly_what_the_operator_uses(default: list[dict[str, Any]]) -> None:
     sa = {"kind": "ServiceAccount", "name": f"{PREFIX}controller-manager", "namespace": SYSTEM}
-    cluster_binding = one(default, "ClusterRoleBinding")
+    cluster_binding = one(default, "ClusterRoleBinding", f"{PREFIX}manager-rolebinding")
     assert cluster_binding["subjects"] == [sa]
     assert cluster_binding["roleRef"]["name"] == f"{PREFIX}manager-role"
     assert rule_triples(one(default, "ClusterRole", f"{PREFIX}manager-role")["rules"]) == MANAGER_RULES

@@ -37,6 +37,7 @@ def test_run_help_shows_every_flag_with_its_default(capsys: pytest.CaptureFixtur
     for name in setting_fields():
         assert f"--{name.replace('_', '-')}" in text
     assert "(default: 4)" in text  # --workers
-    assert "(default: :8080)" in text  # --metrics-bind-address
+    assert "(default: :8443)" in text  # --metrics-bind-address
+    assert "--metrics-secure, --no-metrics-secure" in text
     assert "(default: off)" in text  # --leader-elect
     assert text.count("(default:") == len(setting_fields())

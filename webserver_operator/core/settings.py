@@ -204,11 +204,26 @@ class LeaderElectionSettings(_Section):
 
 
 class ServerSettings(_Section):
-    """The HTTP endpoints: Prometheus metrics and the kubelet's probes (``manager.endpoints``)."""
+    """The HTTP endpoints: kubelet probes (``manager.endpoints``) and Prometheus metrics (``manager.metrics_server``).
+
+    /metrics is HTTPS behind the API server's TokenReview and SubjectAccessReview by default, as kubebuilder v4
+    scaffolds it: the per-WebServer series name every tenant's WebServers. Plain HTTP is an explicit choice.
+    """
 
     metrics_bind_address: str = Field(
-        default=":8080",
+        default=":8443",
         description="Address of the Prometheus /metrics endpoint (HOST:PORT; port 0 picks a free port; '0' disables).",
+    )
+    metrics_secure: bool = Field(
+        default=True,
+        description="Serve /metrics over HTTPS, only to callers whose bearer token the API server authenticates "
+        "(TokenReview) and allows to get the non-resource URL /metrics (SubjectAccessReview); --no-metrics-secure "
+        "serves plain HTTP to anyone who can connect.",
+    )
+    metrics_cert_path: str | None = Field(
+        default=None,
+        description="Directory with tls.crt and tls.key (e.g. a mounted cert-manager Secret) for /metrics "
+        "(default: a self-signed certificate made at start).",
     )
     health_probe_bind_address: str = Field(
         default=":8081", description="Address of /healthz and /readyz (HOST:PORT; port 0 picks a free port)."
@@ -235,6 +250,14 @@ class ServerSettings(_Section):
             return value
         parse_bind_address(value)
         return value
+
+    @model_validator(mode="after")
+    def _certificate_needs_https(self) -> ServerSettings:
+        if self.metrics_cert_path is not None and not self.metrics_secure:
+            raise ValueError(
+                "metrics_cert_path is set but --no-metrics-secure serves /metrics over plain HTTP: drop one of them"
+            )
+        return self
 
     @property
     def metrics_enabled(self) -> bool:

@@ -4,7 +4,8 @@ Only lifecycle lives here: what the controller watches and how events map to key
 reconciler (``reconcile.setup``). Called by ``cli`` (``run_operator``); returns the process exit code.
 
 Order of events, after controller-runtime's manager:
-1. probes start first (the bound ports are logged), so kubelet sees a live process while caches fill;
+1. probes start first, then /metrics, each on a thread of its own (the bound ports are logged), so kubelet sees a
+   live process while caches fill;
 2. informers (WebServers, and label-filtered Deployments and Services) start on EVERY replica: a standby keeps warm
    caches, is ready, and takes over without a relist;
 3. with leader election on, reconciling starts only once the Lease is held. Writes are fenced by time: the reconcile
@@ -34,6 +35,7 @@ from webserver_operator.kube.client import KubeClient
 from webserver_operator.kube.config import load_configuration
 from webserver_operator.manager.endpoints import ProbeServer
 from webserver_operator.manager.leader import LeaderElector
+from webserver_operator.manager.metrics_server import MetricsServer
 from webserver_operator.manager.probes import Heartbeat, Probes, cache_synced, watches_running
 from webserver_operator.manager.settings import Settings
 from webserver_operator.reconcile.setup import setup_webserver_controller
@@ -72,6 +74,7 @@ class Operator:
         self.settings = settings
         self.stop_requested = asyncio.Event()
         self.probe_server: ProbeServer | None = None
+        self.metrics_server: MetricsServer | None = None
         self.api: KubeClient | None = None
         self.lease_api: KubeClient | None = None
         self._clients: list[KubeClient] = []
@@ -91,23 +94,32 @@ class Operator:
         self._tasks.append(asyncio.create_task(heartbeat.run(), name="heartbeat"))
         probes = Probes()
         probes.liveness["event-loop"] = lambda: heartbeat.check(max_lag=s.server.max_loop_lag)
-        self.probe_server = ProbeServer(
-            probes,
-            health_bind=parse_bind_address(s.server.health_probe_bind_address),
-            metrics_bind=parse_bind_address(s.server.metrics_bind_address) if s.server.metrics_enabled else None,
-        )
-        self.probe_server.start()
-        log.info(
-            "webserver-operator %s: health probes on port %d, metrics on port %s",
-            __version__,
-            self.probe_server.health_port,
-            self.probe_server.metrics_port if self.probe_server.metrics_port is not None else "(disabled)",
-            extra={"health_port": self.probe_server.health_port, "metrics_port": self.probe_server.metrics_port},
-        )
         try:
+            self._start_endpoints(probes)
             return await self._run_with_probes(probes)
         finally:
             await self._shutdown()
+
+    def _start_endpoints(self, probes: Probes) -> None:
+        """Probes, then /metrics, each on a thread of its own; the bound ports go into the first log line."""
+        s = self.settings
+        self.probe_server = ProbeServer(probes, health_bind=parse_bind_address(s.server.health_probe_bind_address))
+        self.probe_server.start()
+        metrics_port, metrics_scheme = None, None
+        if s.server.metrics_enabled:
+            self.metrics_server = MetricsServer(server=s.server, client=s.client)
+            metrics_port, metrics_scheme = self.metrics_server.start(), self.metrics_server.scheme
+        log.info(
+            "webserver-operator %s: health probes on port %d, metrics on %s",
+            __version__,
+            self.probe_server.health_port,
+            f"{metrics_scheme} port {metrics_port}" if metrics_port is not None else "(disabled)",
+            extra={
+                "health_port": self.probe_server.health_port,
+                "metrics_port": metrics_port,
+                "metrics_scheme": metrics_scheme,
+            },
+        )
 
     async def _run_with_probes(self, probes: Probes) -> int:
         await self._build(probes)
@@ -198,6 +210,8 @@ class Operator:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         for client in self._clients:
             await client.close()
+        if self.metrics_server is not None:
+            self.metrics_server.stop()
         if self.probe_server is not None:
             self.probe_server.stop()
         log.info("stopped")

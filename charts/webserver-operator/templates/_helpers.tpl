@@ -66,6 +66,21 @@ app.kubernetes.io/part-of: webserver-operator
 {{- end }}
 {{- end }}
 
+{{/* "true" when /metrics serves cert-manager's certificate (metrics enabled, secure, certManager enabled), else "". */}}
+{{- define "webserver-operator.metricsCertManager" -}}
+{{- if and .Values.metrics.enabled .Values.metrics.secure .Values.metrics.certManager.enabled }}true{{ end }}
+{{- end }}
+
+{{/* Where the metrics certificate Secret is mounted (--metrics-cert-path). */}}
+{{- define "webserver-operator.metricsCertDir" -}}
+/etc/webserver-operator/metrics-certs
+{{- end }}
+
+{{/* DNS name of the metrics Service: the certificate's name, and the server name the ServiceMonitor verifies. */}}
+{{- define "webserver-operator.metricsServiceHost" -}}
+{{ include "webserver-operator.fullname" . }}-metrics.{{ .Release.Namespace }}.svc
+{{- end }}
+
 {{/* Name of the leader election Lease (and of the Role that may touch it). */}}
 {{- define "webserver-operator.leaseName" -}}
 {{- default (printf "%s-leader" (include "webserver-operator.fullname" .)) .Values.leaderElection.id }}

@@ -18,7 +18,9 @@ def _parse_run(*argv: str) -> Settings:
 
 def test_defaults_match_controller_runtime_conventions(monkeypatch: pytest.MonkeyPatch) -> None:
     s = _parse_run()
-    assert s.server.metrics_bind_address == ":8080"
+    assert s.server.metrics_bind_address == ":8443"  # kubebuilder v4: HTTPS on 8443, behind authn/authz
+    assert s.server.metrics_secure is True
+    assert s.server.metrics_cert_path is None  # self-signed at start
     assert s.server.health_probe_bind_address == ":8081"
     assert (s.leader_election.lease_duration, s.leader_election.renew_deadline, s.leader_election.retry_period) == (
         15.0,
@@ -57,6 +59,10 @@ def test_flags_override_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         (["--max-loop-lag", "0.4"], "of at least 2: the event loop's heartbeat ticks every 0.5 s"),
         (["--watch-stall-timeout", "0.01"], "watch_stall_timeout (--watch-stall-timeout / WEBSERVER_OPERATOR_WATCH_"),
         (["--watch-stall-timeout", "0"], "of at least 1: a shorter stall timeout restarts watches in a loop"),
+        (
+            ["--no-metrics-secure", "--metrics-cert-path", "/certs"],
+            "metrics_cert_path is set but --no-metrics-secure serves /metrics over plain HTTP: drop one of them",
+        ),
     ],
 )
 def test_invalid_settings_fail_fast_naming_the_setting(argv: list[str], expected: str) -> None:

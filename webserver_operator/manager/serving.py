@@ -1,0 +1,102 @@
+"""Serve aiohttp applications from a daemon thread with an event loop of its own.
+
+Why a thread and a loop per server: what answers the kubelet's probes must never wait behind anything else. The
+health probes get one ``ServerThread`` (``manager.endpoints``) and /metrics another (``manager.metrics_server``): a
+blocked main loop is reported by /healthz instead of silencing it, and a flood of scrapes, a slow TokenReview or the
+tens of milliseconds it takes to render 1000 WebServers' series never delay a probe, since each server has its own
+loop.
+
+``build`` runs inside the server's own loop, so whatever it creates there (an aiohttp client session, the metrics
+server's API client) belongs to that loop; it is closed through the applications' ``on_cleanup`` hooks when the
+server stops. Used by ``manager.endpoints`` and ``manager.metrics_server``; ``start`` hands back the bound ports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from aiohttp import web
+
+__all__ = ["ServerThread", "Site"]
+
+
+@dataclass(frozen=True)
+class Site:
+    """One application on one address; with ``ssl_context`` it is served over TLS."""
+
+    app: web.Application
+    bind: tuple[str, int]
+    ssl_context: ssl.SSLContext | None = None
+
+
+class ServerThread:
+    """Runs the sites ``build`` returns on a daemon thread; ``start`` returns their bound ports, in order."""
+
+    def __init__(self, *, name: str, build: Callable[[], Awaitable[Sequence[Site]]]) -> None:
+        self._name = name
+        self._build = build
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runners: list[web.AppRunner] = []
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self.ports: list[int] = []
+
+    def start(self, timeout: float = 10.0) -> list[int]:
+        self._thread = threading.Thread(target=self._serve, name=self._name, daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout):
+            raise RuntimeError(f"the {self._name} did not start within {timeout:g}s")
+        if self._error is not None:
+            raise self._error
+        return self.ports
+
+    def _serve(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._start_sites())
+        except BaseException as err:
+            self._error = err
+            loop.run_until_complete(self._cleanup())
+            loop.close()
+            self._ready.set()
+            return
+        self._ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            loop.run_until_complete(self._cleanup())
+            loop.close()
+
+    async def _start_sites(self) -> None:
+        for site in await self._build():
+            self.ports.append(await self._start(site))
+
+    async def _start(self, site: Site) -> int:
+        runner = web.AppRunner(site.app, access_log=None, handle_signals=False)
+        await runner.setup()
+        self._runners.append(runner)
+        host, port = site.bind
+        tcp = web.TCPSite(runner, host=host, port=port, reuse_address=True, ssl_context=site.ssl_context)
+        try:
+            await tcp.start()
+        except OSError as err:
+            raise OSError(
+                err.errno, f"cannot listen on {host}:{port} ({err.strerror}): pick another address/port"
+            ) from err
+        sockets = getattr(tcp._server, "sockets", None) or []
+        return int(sockets[0].getsockname()[1]) if sockets else port
+
+    async def _cleanup(self) -> None:
+        for runner in self._runners:
+            await runner.cleanup()
+
+    def stop(self) -> None:
+        if self._loop is not None and self._thread is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=5)
