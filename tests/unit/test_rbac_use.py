@@ -12,7 +12,8 @@ tests/integration/test_manifests.py).
 The paths: informers list and watch WebServers, Deployments and Services; a first reconcile creates the children,
 records Events and writes status (answered 409 once, so it re-reads the WebServer); a reconcile whose cache missed
 the children meets 409 AlreadyExists, reads them and repairs a drifted one with a patch; the same drift twice
-more repeats an Event, which patches its count; the Lease is created, renewed and released.
+more repeats an Event, which patches its count; the Lease is created, renewed and released; a scrape of ``/metrics``
+has its token and its access reviewed.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from webserver_operator.core.settings import ControllerSettings, WatchSettings
 from webserver_operator.core.vocabulary import QueryValue, RequestOptions
 from webserver_operator.kube.paths import parse_path, rbac_verb
 from webserver_operator.manager.leader import LeaderElector
+from webserver_operator.manager.metrics_auth import MetricsAuth
+from webserver_operator.manager.reviews import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
 from webserver_operator.reconcile.setup import setup_webserver_controller
 from webserver_operator.runtime.cache import InformerCache
 
@@ -60,6 +63,10 @@ class RecordingApi(FakeApi):
 
     async def request(self, method: str, path: str, **options: Unpack[RequestOptions]) -> dict[str, Any]:
         self._record(method, path)
+        if method == "POST" and path == TOKEN_REVIEWS:  # the API server's answers to the metrics endpoint's reviews
+            return {"status": {"authenticated": True, "user": {"username": "system:serviceaccount:mon:prometheus"}}}
+        if method == "POST" and path == SUBJECT_ACCESS_REVIEWS:
+            return {"status": {"allowed": True}}
         return await super().request(method, path, **options)
 
     @contextlib.asynccontextmanager
@@ -158,10 +165,16 @@ async def lead_and_release(api: RecordingApi) -> None:
     assert lease["spec"]["holderIdentity"] == ""
 
 
+async def scrape_metrics(api: RecordingApi) -> None:
+    verdict = await MetricsAuth(api).check(authorization="Bearer a-token", verb="get", path="/metrics")
+    assert verdict.allowed, verdict
+
+
 async def test_every_granted_verb_is_used_and_every_used_verb_is_granted() -> None:
     api = RecordingApi()
     await reconcile_everything(api)
     await lead_and_release(api)
+    await scrape_metrics(api)
     assert api.used - OPERATOR_RULES == set(), "the operator sends requests its RBAC does not grant"
     assert OPERATOR_RULES - ADMISSION_ONLY - api.used == set(), "RBAC grants verbs the operator never uses"
 
