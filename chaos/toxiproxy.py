@@ -17,19 +17,22 @@ lookups. The first version of this client used urllib and ``time.sleep`` (pollin
 go away) and froze all of them while it waited, so the run measured its own stall and then died with the churn's
 session closed under it (issue 21). Every call here is bounded by ``call_timeout``.
 
-Why a heal recreates the proxy instead of removing its toxics (read in toxiproxy v2.12.0's ``toxic_collection.go``
-and ``link.go``): ``DELETE /proxies/{p}/toxics/{t}`` runs ``ToxicCollection.RemoveToxic`` under the collection's
-lock, and for every link ``ToxicLink.RemoveToxic`` first interrupts the toxic's goroutine, which only listens between
-two chunks. A latency toxic holding a chunk for a client that does not read (a process draining after SIGTERM, a
-frozen one, a full socket buffer) sits in ``stub.Output <- c`` until that client reads, and the removal waits with
-it. When that client's connection then dies, the link's writer goroutine exits and calls ``RemoveLink``, which needs
-the lock the removal holds: the two wait for each other for good, the toxic is "still present" forever (toxiproxy's
-own 25 s handler timeout answers 503 meanwhile), and new connections hang in ``StartLink`` on the same lock. No wait
-is long enough. ``DELETE /proxies/{p}`` (``ProxyCollection.Remove`` -> ``Proxy.stop``) closes the listener and every
-connection without touching the toxic collection, and a proxy created again with the same name and listen address
-starts with an empty chain. The operator sees a network recovery that resets its connections, which it must survive
-anyway. Adding a toxic still interrupts every live link (``chainAddToxic``); on live, reading clients that is quick,
-and the call timeout turns the rare hang into a reported harness failure instead of a stuck run.
+Why a heal recreates the proxy instead of removing its toxics (read in toxiproxy v2.12.0's ``toxic_collection.go``,
+``link.go`` and ``proxy.go``): ``DELETE /proxies/{p}/toxics/{t}`` runs ``ToxicCollection.RemoveToxic`` under the
+collection's lock, and for every link ``ToxicLink.RemoveToxic`` first interrupts the toxic's goroutine, which only
+listens between two chunks. A latency toxic holding a chunk for a client that does not read (a process draining
+after SIGTERM, a frozen one, a full socket buffer) sits in ``stub.Output <- c`` until that client reads, and the
+removal waits with it. When that client's connection then dies, the link's writer goroutine leaves its copy loop
+and calls ``RemoveLink``, which needs the lock the removal holds: the two wait for each other for good, the toxic
+is "still present" forever (toxiproxy's own 25 s handler timeout answers 503 meanwhile), and so is every later call
+that needs the lock, including ``StartLink`` for each new connection, which then also blocks the accept loop that
+``DELETE /proxies/{p}`` waits for. No wait is long enough, and nothing fixes it once it happened: the harness must
+never remove a toxic from live links. ``DELETE /proxies/{p}`` (``ProxyCollection.Remove`` -> ``Proxy.stop``) closes
+the listener and every connection without touching the toxic collection, and a proxy created again with the same
+name and listen address starts with an empty chain. The operator sees a network recovery that resets its
+connections, which it must survive anyway. Adding a toxic also interrupts every live link (``chainAddToxic``); on
+live, reading clients that is quick, and the call timeout turns a rare hang into a reported harness failure instead
+of a stuck run. ``tests/unit/chaos/test_toxiproxy_server.py`` shows both on the real server.
 
 Used by ``harness`` (one proxy per replica) and the faults.
 """
