@@ -36,27 +36,31 @@ async def _flood(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
 
 @pytest.fixture
 async def stalled(tmp_path: Path) -> AsyncIterator[tuple[Toxiproxy, list[asyncio.StreamWriter], int]]:
-    """A proxy with 500 ms latency in front of an endless stream, and four clients that stopped reading."""
+    """A proxy with 500 ms latency in front of an endless stream, and four clients that stopped reading.
+
+    The toxic goes on before the clients connect: adding it to links whose client does not read hangs as well
+    (``chainAddToxic`` interrupts every link), which the harness avoids by only adding toxics to live replicas.
+    """
     upstream = await asyncio.start_server(_flood, "127.0.0.1", 0)
-    upstream_port = upstream.sockets[0].getsockname()[1]
     server = await ToxiproxyServer.start(log_path=tmp_path / "toxiproxy.log")
-    toxi = server.client
-    toxi.call_timeout = 5
-    port = await toxi.add_proxy("op-b", f"127.0.0.1:{upstream_port}")
-    clients = []
-    for _ in range(4):
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        await reader.readexactly(len(CHUNK))  # the stream flows
-        clients.append(writer)
-    await toxi.latency("op-b", ms=500)
-    await asyncio.sleep(3)  # the clients read nothing more: socket buffers and the toxic's buffer fill up
+    clients: list[asyncio.StreamWriter] = []
     try:
+        toxi = server.client
+        toxi.call_timeout = 5
+        port = await toxi.add_proxy("op-b", f"127.0.0.1:{upstream.sockets[0].getsockname()[1]}")
+        await toxi.latency("op-b", ms=500)
+        for _ in range(4):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            clients.append(writer)
+            await reader.readexactly(len(CHUNK))  # the stream flows, late
+        await asyncio.sleep(3)  # the clients read nothing more: socket buffers and the toxic's buffer fill up
         yield toxi, clients, port
     finally:
         for writer in clients:
-            writer.close()
+            writer.transport.abort()
         await server.close()
         upstream.close()
+        await upstream.wait_closed()
 
 
 async def _drop(clients: list[asyncio.StreamWriter]) -> None:
