@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from chaos.scenario import Measured, Result
-from chaos.verdicts import BASELINE_FACTOR, CATCH_UP_REQUESTS_PER_WEBSERVER
+from chaos.verdicts import BASELINE_FACTOR, CATCH_UP_REQUESTS_PER_WEBSERVER, Window
 
 MARKER = "<!-- analysis -->"
 ABORTED = "**ABORTED** (harness)"
@@ -35,6 +35,12 @@ def _verdict(m: Measured) -> str:
 
 def _overall(result: Result) -> str:
     return ABORTED if result.aborted is not None else _ok(result.passed)
+
+
+def _after_heal(value: float | None, w: Window) -> str:
+    if w.aborted:
+        return "not measured (aborted)"
+    return f"not within the {w.cap:.0f}s limit" if value is None else f"{value:.1f}s after the heal"
 
 
 def _summary_row(m: Measured) -> str:
@@ -72,8 +78,8 @@ def _fault_section(m: Measured, baseline: Measured | None) -> list[str]:
     w, f = m.window, m.figures
     rows = [
         ("fault duration (injection to heal)", f"{w.healed - w.start:.1f}s" if w.healed else "not healed (aborted)"),
-        ("recovery: canary change applied and observed", f"{_secs(w.canary)}s after the heal"),
-        ("recovery: every generation at heal time observed (backlog)", f"{_secs(w.backlog)}s after the heal"),
+        ("recovery: canary change applied and observed", _after_heal(w.canary, w)),
+        ("recovery: every generation at heal time observed (backlog)", _after_heal(w.backlog, w)),
         ("operator requests in the window (injection to recovery)", str(f.requests)),
         (
             "requests/s: mean / busiest second / busiest second without LIST+WATCH",

@@ -162,7 +162,7 @@ async def _faults(h: Harness, windows: list[Window], progress: Progress) -> Harn
     for number, name in enumerate(faults, 1):
         fault = FAULTS[name]
         label = f"fault {number}/{len(faults)} {name}"
-        window = Window(name, fault.title, start=time.time(), cap=h.cfg.cap)
+        window = Window(name, fault.title, start=time.time(), cap=h.cfg.cap, on_step=lambda s: progress(f"  - {s}"))
         async with Phase(label, traceback_dir=h.workdir, window=window, limit=FAULT_LIMIT) as phase:
             window.step("wait for calm: every component and replica running, a leader elected")
             fixed = await h.steady()

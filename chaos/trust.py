@@ -96,8 +96,8 @@ def judge_leader_freeze(h: Harness, w: Window, requests: list[Request], timeline
     first = ""
     if resumed:
         first = f"; first: {resumed[0].verb} {resumed[0].resource} at {resumed[0].received - frozen:+.3f}s"
-    writes = sum(1 for r in resumed if r.is_write)
-    w.extra[f"{slot}: requests after the SIGCONT"] = f"{len(resumed)}, {writes} of them writes{first}"
+    writes = sum(1 for r in resumed if r.is_write and r.resource != "leases")
+    w.extra[f"{slot}: requests after the SIGCONT"] = f"{len(resumed)}, {writes} of them writes (Leases aside){first}"
     accepted, rejected = fencing.late_writes(requests, timeline, user=user, start=frozen, end=w.end)
     detail = f"{len(accepted)} accepted, {len(rejected)} rejected writes from {slot} after its Lease expired"
     if accepted or rejected:
