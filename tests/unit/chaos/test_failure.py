@@ -8,9 +8,8 @@ from pathlib import Path
 
 from chaos.__main__ import exit_code
 from chaos.failure import Phase
-from chaos.harness import RunConfig
 from chaos.report import render, summary
-from chaos.scenario import Measured, Result
+from chaos.scenario import FULL, SHORT, Measured, Result, with_faults
 from chaos.toxiproxy import ToxiproxyError
 from chaos.verdicts import Figures, Rule, Window
 
@@ -57,15 +56,7 @@ def _measured(name: str, *, aborted: bool = False) -> Measured:
 
 
 async def test_the_report_keeps_the_faults_that_ran_marks_the_aborted_one_and_the_run_exits_2(tmp_path: Path) -> None:
-    config = RunConfig(
-        name="full",
-        webservers=200,
-        namespaces=40,
-        rate=4.0,
-        faults=["etcd-freeze", "sigterm-brownout", "leader-freeze"],
-        watch_all=True,
-        in_cluster=True,
-    )
+    config = with_faults(FULL, ["etcd-freeze", "sigterm-brownout", "leader-freeze"])
     w = _measured("sigterm-brownout", aborted=True).window
     async with Phase("fault 2/3 sigterm-brownout", traceback_dir=tmp_path, window=w) as phase:
         raise ToxiproxyError("toxiproxy: proxy op-b could not be created again")
@@ -83,8 +74,7 @@ async def test_the_report_keeps_the_faults_that_ran_marks_the_aborted_one_and_th
 
 
 def test_exit_codes_without_a_harness_failure() -> None:
-    config = RunConfig(name="short", webservers=1, namespaces=1, rate=1.0, faults=[], watch_all=False, in_cluster=False)
-    passing = Result(config=config, started=0.0, faults=[_measured("etcd-freeze")])
+    passing = Result(config=SHORT, started=0.0, faults=[_measured("etcd-freeze")])
     assert exit_code(passing) == 0
     passing.final.append(Rule("0 lost updates", False, "1 not converged"))
     assert exit_code(passing) == 1
