@@ -144,7 +144,8 @@ def render(result: Result, *, command: str) -> str:
         f"timeout {cfg.watch_timeout}s, stall timeout {cfg.watch_stall_timeout:g}s), "
         + ("in the in-cluster configuration (token file, KUBERNETES_SERVICE_HOST/PORT), " if cfg.in_cluster else "")
         + ("watching all namespaces" if cfg.watch_all else "watching the run's namespaces")
-        + ", each as its own ServiceAccount behind its own toxiproxy. A replica that exits is restarted after 1s.",
+        + ", each as its own ServiceAccount behind its own toxiproxy. A replica that exits is restarted after 1s. "
+        "A proxy fault heals by recreating the proxy: the faulted connections are dropped and the replica reconnects.",
         "- Three foreign objects (a Deployment and a Service that only share a WebServer's name, and a Deployment "
         "with the operator's labels controlled by a ConfigMap) with their namesake WebServers.",
         "- Verdicts come from the API server's audit log (every request of the replicas' ServiceAccounts, see "
