@@ -59,17 +59,19 @@ def _harness_failure(result: Result) -> list[str]:
     failure = result.aborted
     if failure is None:
         return []
-    ran = {m.window.name for m in result.faults}
-    not_run = [name for name in result.config.faults if name not in ran]
+    ran = [m.window.name for m in result.faults]
+    judged = [m.window.name for m in result.faults if not m.window.aborted]
+    not_run = result.config.faults[len(ran) :]
     return [
         "## Harness failure",
         "",
         f"The run stopped: {failure.describe()}.",
         "",
-        "This is a failure of the chaos harness, not a verdict on the operator. The faults before it were measured "
-        "and judged as usual (below); the aborted one is marked and not judged"
-        + (f"; not run: {', '.join(not_run)}." if not_run else ".")
-        + " Fix the harness (the traceback file names the line) and run the same command again.",
+        "This is a failure of the chaos harness, not a verdict on the operator. "
+        + (f"Measured and judged as usual (below): {', '.join(judged)}. " if judged else "No fault ran to its end. ")
+        + ("The aborted fault is marked ABORTED and not judged. " if len(judged) < len(ran) else "")
+        + (f"Not run: {', '.join(not_run)}. " if not_run else "")
+        + "Fix the harness (the traceback file names the line) and run the same command again.",
         "",
     ]
 
@@ -106,8 +108,9 @@ def _fault_section(m: Measured, baseline: Measured | None) -> list[str]:
     lines += [f"- {note}" for note in w.notes]
     lines += ["", "| figure | value |", "| --- | --- |"]
     lines += [f"| {k} | {v} |" for k, v in rows]
-    lines += ["", "| verdict | result | detail |", "| --- | --- | --- |"]
-    lines += [f"| {r.name} | {_ok(r.passed)} | {r.detail} |" for r in m.rules]
+    if m.rules:
+        lines += ["", "| verdict | result | detail |", "| --- | --- | --- |"]
+        lines += [f"| {r.name} | {_ok(r.passed)} | {r.detail} |" for r in m.rules]
     for title, items in (
         ("Writes from a deposed leader", f.deposed_writes),
         ("Failed liveness answers", [f"{i.slot} at {i.time - w.start:+.1f}s: {i.detail}" for i in f.liveness]),

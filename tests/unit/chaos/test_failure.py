@@ -64,7 +64,8 @@ async def test_the_report_keeps_the_faults_that_ran_marks_the_aborted_one_and_th
     result.faults = [_measured("etcd-freeze"), Measured(w, Figures(), [])]
     text = render(result, command="make chaos")
     assert "Overall: **ABORTED** (harness)." in text
-    assert "## Harness failure" in text and "not run: leader-freeze" in text
+    assert "## Harness failure" in text and "Measured and judged as usual (below): etcd-freeze." in text
+    assert "The aborted fault is marked ABORTED and not judged. Not run: leader-freeze." in text
     assert "| [etcd-freeze](#etcd-freeze) | 10 | 1.5 | 2.5 |" in text and text.count("| PASS |") >= 1
     assert "| [sigterm-brownout](#sigterm-brownout) | 30 (aborted) | — | — |" in text
     assert "**Aborted by a harness failure** in the step 'heal: recreate proxy op-b'" in text
