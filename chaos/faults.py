@@ -27,6 +27,7 @@ import signal
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from chaos import identity, trust
@@ -35,8 +36,12 @@ from chaos.harness import SLOTS, Harness, other_slot
 from chaos.verdicts import Rule, Window
 
 FaultFn = Callable[[Harness, Window], Awaitable[None]]
-# A fault's own verdicts, from the finished window, the audited requests and the Lease timeline.
-Judge = Callable[[Harness, Window, list[Request], list[Request]], list[Rule]]
+
+
+class Judge(Protocol):
+    """A fault's own verdicts, from the finished window, the audited requests and the Lease timeline."""
+
+    def __call__(self, h: Harness, w: Window, *, requests: list[Request], timeline: list[Request]) -> list[Rule]: ...
 
 
 async def etcd_freeze(h: Harness, w: Window) -> None:

@@ -72,7 +72,7 @@ async def leader_freeze(h: Harness, w: Window, *, at_least: float = 1.5, at_most
     )
 
 
-def judge_leader_freeze(h: Harness, w: Window, requests: list[Request], timeline: list[Request]) -> list[Rule]:
+def judge_leader_freeze(h: Harness, w: Window, *, requests: list[Request], timeline: list[Request]) -> list[Rule]:
     slot = w.extra.get("frozen replica", "")
     if slot not in SLOTS or "frozen" not in w.marks:
         return [Rule(FREEZE_RULE, False, "not judged: the fault recorded no frozen replica")]
@@ -127,7 +127,7 @@ async def slow_api(h: Harness, w: Window, *, ms: int = 2250, jitter: int = 750, 
     w.healed = time.time()
 
 
-def judge_slow_api(h: Harness, w: Window, requests: list[Request], timeline: list[Request]) -> list[Rule]:
+def judge_slow_api(h: Harness, w: Window, *, requests: list[Request], timeline: list[Request]) -> list[Rule]:
     del requests, timeline  # judged from the supervised processes, not the audit log
     exits = [i for i in h.incidents() if i.kind == "exited" and w.start <= i.time <= w.end]
     detail = f"{len(exits)} replica exits in the window"

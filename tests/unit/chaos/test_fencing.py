@@ -100,19 +100,20 @@ def test_the_leader_freeze_verdict_fails_on_a_write_after_expiry_and_passes_with
     w.extra["frozen replica"] = "op-a"
     w.marks.update(frozen=101.0, thawed=120.0)
     traffic = [renew(100.0, A, "op-a_1"), renew(111.5, B, "op-b_1")]
-    (rule,) = trust.judge_leader_freeze(h.as_harness(), w, [*traffic, write(120.01, A)], lease_timeline(traffic, LEASE))
+    timeline = lease_timeline(traffic, LEASE)
+    (rule,) = trust.judge_leader_freeze(h.as_harness(), w, requests=[*traffic, write(120.01, A)], timeline=timeline)
     assert not rule.passed and "1 accepted, 0 rejected" in rule.detail
     assert "standby's first Lease write" in " ".join(w.extra)
-    (rule,) = trust.judge_leader_freeze(h.as_harness(), w, [*traffic, write(105.0, A)], lease_timeline(traffic, LEASE))
+    (rule,) = trust.judge_leader_freeze(h.as_harness(), w, requests=[*traffic, write(105.0, A)], timeline=timeline)
     assert rule.passed
 
 
 def test_the_slow_api_verdict_fails_on_any_replica_exit_in_the_window() -> None:
     h = FakeHarness(Toxiproxy("http://127.0.0.1:9"))
     w = Window("slow-api", "slow", start=100.0, healed=160.0, end=200.0)
-    (rule,) = trust.judge_slow_api(h.as_harness(), w, [], [])
+    (rule,) = trust.judge_slow_api(h.as_harness(), w, requests=[], timeline=[])
     assert rule.passed
     h.exits.append(Incident(150.0, "op-a", "exited", "exit code 1"))
     h.exits.append(Incident(250.0, "op-b", "exited", "exit code 1"))  # after the window: not this fault's
-    (rule,) = trust.judge_slow_api(h.as_harness(), w, [], [])
+    (rule,) = trust.judge_slow_api(h.as_harness(), w, requests=[], timeline=[])
     assert not rule.passed and rule.detail == "1 replica exits in the window: op-a: exit code 1 at +50.0s"
