@@ -333,12 +333,8 @@ def _measure(h: Harness, result: Result, baseline: Window, windows: list[Window]
         for w in windows:
             fig = measure(w)
             judge = FAULTS[w.name].judge
-            judged = (
-                []
-                if w.aborted
-                else rules(w, fig) + (judge(h, w, requests=requests, timeline=timeline) if judge else [])
-            )
-            result.faults.append(Measured(w, fig, judged))
+            own = judge(h, w, requests=requests, timeline=timeline) if judge is not None and not w.aborted else []
+            result.faults.append(Measured(w, fig, [] if w.aborted else rules(w, fig) + own))
     whole = Window("run", "whole run", start=result.started, end=time.time())
     total = measure(whole)
     accepted, rejected = deposed
