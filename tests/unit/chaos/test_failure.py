@@ -7,9 +7,10 @@ import time
 from pathlib import Path
 
 from chaos.__main__ import exit_code
+from chaos.audit import Request
 from chaos.failure import Phase
 from chaos.report import render, summary
-from chaos.scenario import FULL, SHORT, Measured, Result, with_faults
+from chaos.scenario import FULL, SHORT, Measured, Result, quiet_rule, with_faults
 from chaos.toxiproxy import ToxiproxyError
 from chaos.verdicts import Figures, Rule, Window
 
@@ -79,3 +80,13 @@ def test_exit_codes_without_a_harness_failure() -> None:
     assert exit_code(passing) == 0
     passing.final.append(Rule("0 lost updates", False, "1 not converged"))
     assert exit_code(passing) == 1
+
+
+def test_the_quiet_window_is_judged_once_the_operator_converged_even_if_the_garbage_collector_lags() -> None:
+    write = Request("1", 5.0, 5.1, "op-a", "op", "patch", "deployments", "ns", "web", 200, "", None)
+    waiting = quiet_rule([], [], quiet_start=0.0, quiet_end=30.0, settled=True, waiting=2)
+    assert waiting.passed and waiting.detail.endswith("(2 WebServer(s) still waiting for the garbage collector)")
+    assert not quiet_rule([], [], quiet_start=0.0, quiet_end=30.0, settled=False, waiting=0).passed
+    wrote = quiet_rule([write], [], quiet_start=0.0, quiet_end=30.0, settled=True, waiting=0)
+    assert not wrote.passed and wrote.detail.startswith("1 writes accepted in the 30s after convergence, 0 rejected")
+    assert "op-a patch deployments ns/web -> 200 at +5.0s" in wrote.detail
