@@ -6,7 +6,8 @@ session. The cluster is created fresh (so the audit log and etcd start empty) wi
 and deleted at the end unless ``--keep-cluster``.
 
 Exit codes: 0 every verdict passed, 1 the run completed and some verdict failed (the report says which), 2 the
-harness itself could not run (the message says why).
+harness itself could not run or could not finish: the message says where (phase, fault, step, time) and the report
+still holds every fault measured before it, the aborted one marked.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from chaos import report
-from chaos.scenario import FULL, SHORT, run, with_faults
+from chaos.scenario import FULL, SHORT, Result, run, with_faults
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER_NAME = "webserver-operator-chaos"
@@ -109,6 +110,13 @@ def main(argv: list[str] | None = None) -> int:
         report.write(path, report.render(result, command=command))
         _progress(f"report written to {path}")
     print(report.summary(result), file=sys.stderr)  # noqa: T201
+    return exit_code(result)
+
+
+def exit_code(result: Result) -> int:
+    """2 for a harness failure (whatever the verdicts measured before it), else 0 when every verdict passed, else 1."""
+    if result.aborted is not None:
+        return 2
     return 0 if result.passed else 1
 
 

@@ -2,9 +2,10 @@
 
 Why the audit log: it is written by the API server, so it counts requests that the operator's own metrics might
 miss or misattribute, it names the replica (each runs as its own ServiceAccount), the token (``JTI``), the HTTP
-status (429s from API Priority and Fairness included) and, for Leases, the holder written (``hack/audit-policy.yaml``
-records the Lease bodies of the audited ServiceAccounts). Requests that never reached the API server (connection
-refused while it restarts) are not in it: the rate figures count what the server had to absorb.
+status (429s from API Priority and Fairness included) and, for Leases, the holder, renew time and duration written
+(``hack/audit-policy.yaml`` records the Lease bodies of the audited ServiceAccounts). Requests that never reached
+the API server (connection refused while it restarts) are not in it: the rate figures count what the server had to
+absorb.
 
 Long-running requests (watches) appear twice (ResponseStarted, ResponseComplete); they are counted once, by audit ID,
 at the time the request was received. The file is read incrementally and survives API server restarts (the
@@ -39,6 +40,8 @@ class Request:
     jti: str
     lease_holder: str | None  # holderIdentity written by a successful Lease create/update
     uri: str = ""
+    lease_renew_time: float | None = None  # spec.renewTime written by that Lease write (the writer's clock)
+    lease_duration: float | None = None  # spec.leaseDurationSeconds written by that Lease write
 
     @property
     def is_write(self) -> bool:
@@ -65,9 +68,14 @@ def _parse(event: dict[str, Any]) -> Request:
             jti = str(cred)[4:]
     code = int((event.get("responseStatus") or {}).get("code") or 0)
     holder = None
+    renew_time = duration = None
     if resource == "leases" and event.get("verb") in {"create", "update"} and 200 <= code < 300:
-        body = event.get("responseObject") or {}
-        holder = str((body.get("spec") or {}).get("holderIdentity") or "")
+        spec = (event.get("responseObject") or {}).get("spec") or {}
+        holder = str(spec.get("holderIdentity") or "")
+        if spec.get("renewTime"):
+            renew_time = _ts(str(spec["renewTime"]))
+        if isinstance(spec.get("leaseDurationSeconds"), int):
+            duration = float(spec["leaseDurationSeconds"])
     return Request(
         audit_id=str(event.get("auditID")),
         received=_ts(str(event["requestReceivedTimestamp"])),
@@ -82,6 +90,8 @@ def _parse(event: dict[str, Any]) -> Request:
         jti=jti,
         lease_holder=holder,
         uri=str(event.get("requestURI") or ""),
+        lease_renew_time=renew_time,
+        lease_duration=duration,
     )
 
 

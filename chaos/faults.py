@@ -1,9 +1,16 @@
 """The faults: each injects one failure into the real control plane, the network or the operator, then heals it.
 
 Every fault is an ``async def (harness, window)`` that returns once the fault is healed and sets ``window.healed`` to
-the moment the failure ended (the component answers again, the toxic is gone, the replacement started): recovery is
-measured from there. The churn keeps running through every fault. Facts a fault learns on the way (a PID, how long a
-drain took, which replica was cut off) go to ``window.notes`` and ``window.extra`` for the report.
+the moment the failure ended (the component answers again, the proxy is back without toxics, the replacement
+started): recovery is measured from there. The churn keeps running through every fault, so a fault never blocks the
+event loop: everything slow is awaited (the toxiproxy client is asyncio, process waits run in threads). A fault
+announces its steps (``window.step``) so that a harness failure names where it happened, and what it froze it thaws
+in a ``finally``. Facts a fault learns on the way (a PID, how long a drain took, which replica was cut off) go to
+``window.notes`` and ``window.extra`` for the report.
+
+A toxiproxy fault heals by recreating the proxy (see ``toxiproxy``): the faulted connections are dropped, as after
+a real network recovery, and the operator reconnects. The fault still means what it says (latency on the leader's
+connections while it is SIGTERMed, and so on); only its end is abrupt.
 
 Why the compaction fault restarts the API server: while the API server's watch cache still holds the history a
 watcher resumes from, compacting etcd does not reach that watcher at all. Restarting it during the gap drops that
@@ -20,38 +27,37 @@ import signal
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from chaos import identity
-from chaos.harness import SLOTS, Harness
-from chaos.verdicts import Window
+from chaos import identity, trust
+from chaos.audit import Request
+from chaos.harness import SLOTS, Harness, other_slot
+from chaos.verdicts import Rule, Window
 
 FaultFn = Callable[[Harness, Window], Awaitable[None]]
 
 
-def _other(slot: str) -> str:
-    return next(s for s in SLOTS if s != slot)
+class Judge(Protocol):
+    """A fault's own verdicts, from the finished window, the audited requests and the Lease timeline."""
 
-
-async def _leader(h: Harness, w: Window) -> str:
-    slot = await h.wait_leader(30)
-    if slot is None:
-        w.notes.append("no leader found before the fault; op-a taken as the target")
-        return SLOTS[0]
-    w.extra["leader before the fault"] = slot
-    return slot
+    def __call__(self, h: Harness, w: Window, *, requests: list[Request], timeline: list[Request]) -> list[Rule]: ...
 
 
 async def etcd_freeze(h: Harness, w: Window) -> None:
+    w.step("etcd frozen (SIGSTOP)")
     pid = h.cp.send("etcd", signal.SIGSTOP)
     w.notes.append(f"etcd pid {pid}: SIGSTOP, SIGCONT {h.cfg.etcd_freeze:.0f}s later")
-    await asyncio.sleep(h.cfg.etcd_freeze)
-    h.cp.send("etcd", signal.SIGCONT)
+    try:
+        await asyncio.sleep(h.cfg.etcd_freeze)
+    finally:
+        h.cp.send("etcd", signal.SIGCONT)
     w.healed = time.time()
 
 
 async def etcd_kill(h: Harness, w: Window) -> None:
     pid = h.cp.pid("etcd")
+    w.step("kill etcd (-9) and start it again 3s later")
     await asyncio.to_thread(h.cp.stop, "etcd", signal.SIGKILL)
     await asyncio.sleep(3)
     new = await asyncio.to_thread(h.cp.start, "etcd", why="restarted after kill -9 (fault)")
@@ -62,6 +68,7 @@ async def etcd_kill(h: Harness, w: Window) -> None:
 async def apiserver_restart(h: Harness, w: Window) -> None:
     pid = h.cp.pid("kube-apiserver")
     stopped = time.time()
+    w.step("restart kube-apiserver and wait for /readyz")
     # kube-apiserver stops listening at once on SIGTERM but its process can linger for its request timeout; a
     # supervisor restarting it would not wait for that, so after 5s it is killed.
     await asyncio.to_thread(h.cp.stop, "kube-apiserver", signal.SIGTERM, timeout=5.0)
@@ -73,12 +80,13 @@ async def apiserver_restart(h: Harness, w: Window) -> None:
 
 
 async def compaction_gap(h: Harness, w: Window) -> None:
-    assert h.toxi is not None
-    leader = await _leader(h, w)
-    frozen = _other(leader)
-    h.toxi.half_open(frozen)
+    leader = await h.leader_before_fault(w)
+    frozen = other_slot(leader)
+    w.step(f"cut {frozen} off (half-open)")
+    await h.toxi.half_open(frozen)
     w.extra["replica cut off during the gap"] = frozen
     await asyncio.sleep(2)
+    w.step("write a burst and delete WebServers during the gap")
     changed = await h.churn.burst(min(100, len(h.slots) // 2))
     deleted = 0
     for slot in h.rng.sample([s for s in h.slots if s.exists and not s.busy], min(10, len(h.slots) // 10)):
@@ -88,15 +96,18 @@ async def compaction_gap(h: Harness, w: Window) -> None:
             deleted += 1
         finally:
             slot.busy = False
+    w.step("compact etcd and restart kube-apiserver")
     revision = await asyncio.to_thread(h.cp.compact)
     await asyncio.to_thread(
         h.cp.restart, "kube-apiserver", signal.SIGTERM, why="restarted to drop its watch cache", grace=5.0
     )
     await h.api_ready(90)
-    h.toxi.heal(frozen)
+    w.step(f"heal: recreate proxy {frozen}")
+    await h.toxi.heal(frozen)
     w.healed = time.time()
     w.extra["written during the gap"] = f"{changed} spec changes, {deleted} deletes"
     w.extra["etcd compacted at revision"] = str(revision)
+    w.step("make the relisted replica lead")
     await asyncio.sleep(3)
     # The relisted replica must now lead: its cache is what every later reconcile trusts.
     current = await h.wait_leader(30)
@@ -131,70 +142,75 @@ def _after_token_rotation(h: Harness, w: Window) -> None:
 
 
 async def apf_starvation(h: Harness, w: Window, *, hold: float = 30.0) -> None:
+    w.step(f"starve the operators' ServiceAccounts for {hold:.0f}s")
     await identity.starve(h.api, [h.serviceaccount(s) for s in SLOTS])
     w.notes.append(
         f"FlowSchema + PriorityLevelConfiguration {identity.STARVED} (0 shares, no borrowing, Reject) for {hold:.0f}s"
     )
     await asyncio.sleep(hold)
+    w.step("heal: remove the starving FlowSchema")
     await identity.unstarve(h.api)
     w.healed = time.time()
 
 
 async def latency(h: Harness, w: Window, *, ms: int = 800, jitter: int = 400, hold: float = 20.0) -> None:
-    assert h.toxi is not None
+    w.step("inject latency on both replicas")
     for slot in SLOTS:
-        h.toxi.latency(slot, ms=ms, jitter=jitter)
+        await h.toxi.latency(slot, ms=ms, jitter=jitter)
     h.slack_at.append((time.time(), time.time() + hold + 5, (ms + jitter) / 1000))
     w.notes.append(f"{ms}±{jitter} ms each way on both replicas' connections for {hold:.0f}s")
+    w.step(f"hold {hold:.0f}s")
     await asyncio.sleep(hold)
-    for slot in SLOTS:
-        h.toxi.heal(slot)
+    w.step("heal: recreate both proxies")
+    await h.toxi.heal_all()
     w.healed = time.time()
 
 
 async def reset(h: Harness, w: Window, *, slots: tuple[str, ...] = SLOTS, hold: float = 2.0) -> None:
-    assert h.toxi is not None
+    w.step(f"reset every connection of {', '.join(slots)}")
     for slot in slots:
-        h.toxi.reset(slot)
+        await h.toxi.reset(slot)
     w.notes.append(f"every connection of {', '.join(slots)} reset (RST), new ones too, for {hold:.0f}s")
     await asyncio.sleep(hold)
+    w.step(f"heal: recreate proxy {', '.join(slots)}")
     for slot in slots:
-        h.toxi.heal(slot)
+        await h.toxi.heal(slot)
     w.healed = time.time()
 
 
 async def reset_leader(h: Harness, w: Window) -> None:
-    await reset(h, w, slots=(await _leader(h, w),), hold=1.0)
+    await reset(h, w, slots=(await h.leader_before_fault(w),), hold=1.0)
 
 
 async def half_open(h: Harness, w: Window, *, hold: float = 15.0) -> None:
-    assert h.toxi is not None
+    w.step("make both replicas' connections half-open")
     for slot in SLOTS:
-        h.toxi.half_open(slot)
+        await h.toxi.half_open(slot)
     w.notes.append(f"both replicas' connections half-open (data dropped, no FIN) for {hold:.0f}s")
     await asyncio.sleep(hold)
-    for slot in SLOTS:
-        h.toxi.heal(slot)
+    w.step("heal: recreate both proxies")
+    await h.toxi.heal_all()
     w.healed = time.time()
 
 
 async def api_outage(h: Harness, w: Window) -> None:
-    assert h.toxi is not None
     hold = 2 * h.cfg.watch_stall_timeout + 15
+    w.step("disable both proxies")
     for slot in SLOTS:
-        h.toxi.set_enabled(slot, False)
+        await h.toxi.set_enabled(slot, False)
     w.notes.append(
         f"the API server unreachable for both replicas for {hold:.0f}s (proxies disabled: connections closed, "
         f"new ones refused); twice the watch stall timeout ({h.cfg.watch_stall_timeout:.0f}s) is where a "
         "liveness check based on watch progress would fail"
     )
     await asyncio.sleep(hold)
-    for slot in SLOTS:
-        h.toxi.heal(slot)
+    w.step("heal: recreate both proxies")
+    await h.toxi.heal_all()
     w.healed = time.time()
 
 
 async def kill_during_bulk_create(h: Harness, w: Window) -> None:
+    w.step(f"create {len(h.bulk_slots)} WebServers while killing the leader 3 times")
     creating = asyncio.create_task(h.churn.bulk_create(h.bulk_slots, concurrency=4))
     started = time.time()
     kills = []
@@ -209,21 +225,23 @@ async def kill_during_bulk_create(h: Harness, w: Window) -> None:
 
 
 async def leader_kill(h: Harness, w: Window) -> None:
-    slot = await _leader(h, w)
+    slot = await h.leader_before_fault(w)
+    w.step(f"kill {slot} (-9)")
     h.kill(slot)
     w.notes.append(f"{slot} (leader) killed -9")
     w.healed = time.time()
 
 
 async def sigterm_in_brownout(h: Harness, w: Window, *, ms: int = 3000) -> None:
-    assert h.toxi is not None
-    slot = await _leader(h, w)
-    h.toxi.latency(slot, ms=ms)
+    slot = await h.leader_before_fault(w)
+    w.step(f"inject {ms} ms latency on {slot}")
+    await h.toxi.latency(slot, ms=ms)
     h.slack_at.append((time.time(), time.time() + 60, ms / 1000))
     await asyncio.sleep(2)
     replica = h.replicas[slot]
     pid = replica.pid
     sent = time.time()
+    w.step(f"SIGTERM {slot} (pid {pid}) and wait up to 45s for its drain")
     replica.send(signal.SIGTERM)
     for _ in range(225):  # up to 45s for the drain
         if replica.pid != pid:
@@ -233,20 +251,22 @@ async def sigterm_in_brownout(h: Harness, w: Window, *, ms: int = 3000) -> None:
         f"{ms} ms each way on the leader {slot}'s connections; SIGTERM 2s later; it exited "
         f"{time.time() - sent:.1f}s after the SIGTERM"
     )
-    h.toxi.heal(slot)
+    w.step(f"heal: recreate proxy {slot}")
+    await h.toxi.heal(slot)
     w.healed = time.time()
 
 
 async def leader_cut_off(h: Harness, w: Window) -> None:
-    assert h.toxi is not None
-    slot = await _leader(h, w)
+    slot = await h.leader_before_fault(w)
     hold = 2.5 * h.cfg.lease_duration
-    h.toxi.half_open(slot)
+    w.step(f"cut {slot} off (half-open)")
+    await h.toxi.half_open(slot)
     w.notes.append(
         f"the leader {slot}'s connections half-open for {hold:.0f}s ({hold / h.cfg.lease_duration:.1f}x the lease)"
     )
     await asyncio.sleep(hold)
-    h.toxi.heal(slot)
+    w.step(f"heal: recreate proxy {slot}")
+    await h.toxi.heal(slot)
     w.healed = time.time()
 
 
@@ -254,6 +274,7 @@ async def token_rotation(h: Harness, w: Window) -> None:
     if not h.cfg.in_cluster:
         raise RuntimeError("token rotation needs the in-cluster configuration (RunConfig.in_cluster)")
     rotated = time.time()
+    w.step("write new tokens to both replicas' token files")
     old = dict(h.tokens)
     for slot in SLOTS:
         sa = h.serviceaccount(slot)
@@ -266,6 +287,7 @@ async def token_rotation(h: Harness, w: Window) -> None:
         "later, after the client's one-minute token refresh"
     )
     await asyncio.sleep(grace)
+    w.step("invalidate the old tokens")
     for token in old.values():
         await identity.invalidate(h.api, token)
     w.healed = time.time()
@@ -281,6 +303,7 @@ async def many_namespaces(h: Harness, w: Window) -> None:
     names = ",".join(h.namespaces)
     args = [a for a in h.cfg.operator_args(h.lease, h.namespaces) if not a.startswith("--namespaces")]
     args.append(f"--namespaces={names}")
+    w.step(f"restart both replicas watching {len(h.namespaces)} namespaces")
     codes = await asyncio.to_thread(h.replace_replicas, args)
     w.notes.append(
         f"both replicas restarted with --namespaces listing {len(h.namespaces)} namespaces "
@@ -297,24 +320,28 @@ async def restore_all_namespaces(h: Harness) -> None:
 
 
 async def combined(h: Harness, w: Window) -> None:
-    assert h.toxi is not None
-    slot = await _leader(h, w)
+    slot = await h.leader_before_fault(w)
+    w.step("APF starvation and latency on both replicas")
     await identity.starve(h.api, [h.serviceaccount(s) for s in SLOTS])
     for s in SLOTS:
-        h.toxi.latency(s, ms=300, jitter=200)
+        await h.toxi.latency(s, ms=300, jitter=200)
     h.slack_at.append((time.time(), time.time() + 40, 0.5))
+    w.step("etcd frozen for 6s")
     h.cp.send("etcd", signal.SIGSTOP)
-    await asyncio.sleep(6)
-    h.cp.send("etcd", signal.SIGCONT)
-    h.toxi.reset(slot)
+    try:
+        await asyncio.sleep(6)
+    finally:
+        h.cp.send("etcd", signal.SIGCONT)
+    w.step(f"reset {slot}'s connections, then latency again and kill -9")
+    await h.toxi.reset(slot)
     await asyncio.sleep(1)
-    h.toxi.heal(slot)
-    h.toxi.latency(slot, ms=300, jitter=200)
+    await h.toxi.heal(slot)
+    await h.toxi.latency(slot, ms=300, jitter=200)
     h.kill(slot)
     await asyncio.sleep(8)
+    w.step("heal: APF restored, both proxies recreated")
     await identity.unstarve(h.api)
-    for s in SLOTS:
-        h.toxi.heal(s)
+    await h.toxi.heal_all()
     w.notes.append(
         f"together: APF starvation 0-15s, 300±200 ms latency on both replicas 0-15s, etcd SIGSTOP 0-6s, "
         f"leader {slot}'s connections reset at 6s, leader killed -9 at 7s"
@@ -328,6 +355,7 @@ class Fault:
     title: str
     run: FaultFn
     after: Callable[[Harness, Window], None] | None = None  # figures that need the finished window
+    judge: Judge | None = None  # rules of this fault only, judged with the common ones
 
 
 FAULTS: dict[str, Fault] = {
@@ -354,6 +382,18 @@ FAULTS: dict[str, Fault] = {
         Fault("leader-kill", "leader killed (-9)", leader_kill),
         Fault("sigterm-brownout", "leader SIGTERMed during an API brownout", sigterm_in_brownout),
         Fault("leader-cut-off", "leader cut off from the API for longer than the lease", leader_cut_off),
+        Fault(
+            "leader-freeze",
+            "leader frozen (SIGSTOP) for longer than the lease while the standby takes over, then SIGCONT",
+            trust.leader_freeze,
+            judge=trust.judge_leader_freeze,
+        ),
+        Fault(
+            "slow-api",
+            "proxy: 3-6 s per API call on both replicas for 60 s",
+            trust.slow_api,
+            judge=trust.judge_slow_api,
+        ),
         Fault(
             "token-rotation",
             "ServiceAccount token rotated (in-cluster configuration)",

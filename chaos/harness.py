@@ -19,6 +19,7 @@ import signal
 import subprocess
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from chaos.kubeapi import Endpoint, KubeApi, deployment_path, service_path, ws_p
 from chaos.observe import Foreign, backlog_recovery, canary_recovery, duplicates, leftovers, read_state, unconverged
 from chaos.replica import Replica, ReplicaConfig
 from chaos.toxiproxy import Toxiproxy
+from chaos.toxiserver import ToxiproxyServer
 from chaos.verdicts import Window
 from chaos.workload import RUN_LABEL, Churn, Slot, kubectl_argv
 
@@ -39,6 +41,15 @@ CRD = ROOT / "config" / "crd" / "bases" / "web.webserver-operator.dev_webservers
 SLOTS = ("op-a", "op-b")
 CANARY = "canary"
 FOREIGN_NAMES = ("foreign-deployment", "foreign-service", "foreign-controlled")
+
+
+async def _nothing() -> None:
+    return None
+
+
+def other_slot(slot: str) -> str:
+    """The other replica's slot."""
+    return next(s for s in SLOTS if s != slot)
 
 
 @dataclass
@@ -112,9 +123,24 @@ class Harness:
         self.audit = AuditLog(self.cp.audit_log, users_prefix=identity.username(f"{self.prefix}-"))
         self.endpoint = Endpoint.from_kubeconfig(self.kubeconfig)
         self.api = KubeApi(self.endpoint)
-        self.toxi: Toxiproxy | None = None
+        self.toxiserver: ToxiproxyServer | None = None
+        self.churn = Churn(
+            api=self.api,
+            kubectl=kubectl_argv(self.bin_dir / "kubectl", self.kubeconfig),
+            slots=self.slots,
+            run_id=self.run_id,
+            rate=self.cfg.rate,
+            rng=self.rng,
+        )
         self.stop_churn = asyncio.Event()
         self.churn_task: asyncio.Task[None] | None = None
+
+    @property
+    def toxi(self) -> Toxiproxy:
+        """The toxiproxy client of the run (the proxy of each replica)."""
+        if self.toxiserver is None:
+            raise RuntimeError("toxiproxy is not running: Harness.setup() starts it before any fault")
+        return self.toxiserver.client
 
     # -- names --------------------------------------------------------------------------------------------------------
 
@@ -156,10 +182,10 @@ class Harness:
             await self.api.apply_object("/api/v1/namespaces", body)
         sas = [self.serviceaccount(s) for s in SLOTS]
         await identity.grant(self.api, prefix=self.prefix, serviceaccounts=sas, lease_name=self.lease)
-        self.toxi = Toxiproxy(log_path=self.workdir / "toxiproxy.log")
+        self.toxiserver = await ToxiproxyServer.start(log_path=self.workdir / "toxiproxy.log")
         upstream = self.endpoint.server.removeprefix("https://")
         for slot in SLOTS:
-            port = self.toxi.add_proxy(slot, upstream)
+            port = await self.toxi.add_proxy(slot, upstream)
             token = await identity.issue_token(
                 self.api, self.serviceaccount(slot), secret=f"{self.serviceaccount(slot)}-1"
             )
@@ -192,14 +218,6 @@ class Harness:
             # allocates ports for Services that ask for none from the rest first), so no allocated port takes them.
             self.slots.append(Slot(ns, f"ws-{i:03d}", node_port=30000 + i // 10 if i % 10 == 5 else None))
         self.bulk_slots = [Slot(ns, f"bulk-{j:02d}") for j, ns in enumerate(self.namespaces)]
-        self.churn = Churn(
-            api=self.api,
-            kubectl=kubectl_argv(self.bin_dir / "kubectl", self.kubeconfig),
-            slots=self.slots,
-            run_id=self.run_id,
-            rate=self.cfg.rate,
-            rng=self.rng,
-        )
         canary = {
             "apiVersion": "web.webserver-operator.dev/v1",
             "kind": "WebServer",
@@ -319,17 +337,30 @@ class Harness:
         slot = holder.split("_", 1)[0]
         return slot if slot in self.replicas else None
 
+    async def leader_now(self) -> str | None:
+        """``leader()``, with None when the Lease cannot be read right now (the API may be what the fault broke)."""
+        try:
+            return await self.leader()
+        except Exception:
+            return None
+
     async def wait_leader(self, within: float) -> str | None:
         deadline = time.time() + within
         while time.time() < deadline:
-            try:
-                slot = await self.leader()
-            except Exception:
-                slot = None
+            slot = await self.leader_now()
             if slot is not None and self.replicas[slot].alive():
                 return slot
             await asyncio.sleep(0.5)
         return None
+
+    async def leader_before_fault(self, window: Window) -> str:
+        """The slot a leader-targeted fault hits: the live leader, or op-a (noted) when none is found within 30s."""
+        slot = await self.wait_leader(30)
+        if slot is None:
+            window.notes.append("no leader found before the fault; op-a taken as the target")
+            return SLOTS[0]
+        window.extra["leader before the fault"] = slot
+        return slot
 
     async def steady(self) -> list[str]:
         """Before a fault: every component and replica running, a leader elected; returns what had to be fixed."""
@@ -414,12 +445,36 @@ class Harness:
 
     # -- teardown -----------------------------------------------------------------------------------------------------
 
+    async def restore(self) -> list[str]:
+        """After a harness failure: undo whatever a fault may have left behind, each step on its own; what failed.
+
+        etcd and both replicas get SIGCONT (harmless when they run), every proxy is recreated without toxics, the
+        starving FlowSchema is removed. Teardown then finds a system it can stop.
+        """
+        problems = []
+        if self.cp.pid("etcd") is not None:
+            self.cp.send("etcd", signal.SIGCONT)
+        for replica in self.replicas.values():
+            replica.thaw()
+        steps: list[tuple[str, Callable[[], Awaitable[None]]]] = [
+            ("recreate every proxy", self.toxi.heal_all if self.toxiserver is not None else _nothing),
+            ("remove the starving FlowSchema", lambda: identity.unstarve(self.api)),
+        ]
+        for what, step in steps:
+            try:
+                async with asyncio.timeout(60):
+                    await step()
+            except Exception as err:
+                problems.append(f"{what}: failed ({type(err).__name__}: {err})")
+        return problems
+
     async def teardown(self) -> dict[str, int | None]:
+        await self.halt_churn()  # its operations use the API session closed below
         codes = {}
         for slot, replica in self.replicas.items():
             codes[slot] = await asyncio.to_thread(replica.stop)
-        if self.toxi is not None:
-            self.toxi.close()
+        if self.toxiserver is not None:
+            await self.toxiserver.close()
         try:
             await identity.unstarve(self.api)
             for ns in self.namespaces:

@@ -14,9 +14,10 @@ Two ways to reach the API server, both through the slot's toxiproxy port:
 - ``kubeconfig``: a kubeconfig holding the slot's token (no rotation).
 
 Liveness: a thread polls ``/healthz`` every second while the process is alive and keeps every non-200 answer (and
-every probe that got no answer within 2 s) with its time and text. Tracebacks: stderr is kept per incarnation and
-every traceback (a JSON log line with one in its ``error`` field, or Python's raw ``Traceback`` output) is recorded
-with its time and last line.
+every probe that got no answer within 2 s) with its time and text, except for probes sent while the harness had the
+process frozen (SIGSTOP, the leader-freeze fault): that silence is the harness's doing. Tracebacks: stderr is kept
+per incarnation and every traceback (a JSON log line with one in its ``error`` field, or Python's raw ``Traceback``
+output) is recorded with its time and last line.
 
 Used by ``scenario`` and ``faults``.
 """
@@ -71,6 +72,8 @@ class _Incarnation:
     log_path: Path
     health_port: int = 0
     expected_exit: bool = False
+    frozen: bool = False  # SIGSTOPped by the harness
+    thawed: float = 0.0  # when the harness last sent SIGCONT
 
 
 @dataclass
@@ -194,6 +197,7 @@ class Replica:
             if inc is None or not inc.health_port or inc.proc.poll() is not None:
                 continue
             url = f"http://127.0.0.1:{inc.health_port}/healthz"
+            sent = time.time()
             try:
                 with urllib.request.urlopen(url, timeout=2) as resp:
                     code, text = resp.status, ""
@@ -204,6 +208,8 @@ class Replica:
                 if inc.proc.poll() is not None or inc.expected_exit:
                     continue  # the process was exiting (its probe server stops first): not a liveness answer
                 code, text = 0, f"no answer within 2s: {err}"
+            if inc.frozen or sent <= inc.thawed:
+                continue  # a probe sent to a process the harness froze: the silence is the harness's doing
             self.probes += 1
             if code != 200:
                 failed = [ln for ln in text.splitlines() if ln.startswith("[-]")]
@@ -233,6 +239,29 @@ class Replica:
             os.kill(inc.proc.pid, sig)
         self._record("signalled", sig.name)
         return True
+
+    def freeze(self) -> int | None:
+        """SIGSTOP the running process (its pid; None if none runs). Probes are not judged until ``thaw()``."""
+        with self._lock:
+            inc = self._current
+        if inc is None or inc.proc.poll() is not None:
+            return None
+        inc.frozen = True
+        os.kill(inc.proc.pid, signal.SIGSTOP)
+        self._record("signalled", "SIGSTOP")
+        return inc.proc.pid
+
+    def thaw(self) -> None:
+        """SIGCONT the process if the harness froze it (harmless otherwise); probes sent before now stay unjudged."""
+        with self._lock:
+            inc = self._current
+        if inc is None or not inc.frozen:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(inc.proc.pid, signal.SIGCONT)
+        inc.thawed = time.time()
+        inc.frozen = False
+        self._record("signalled", "SIGCONT")
 
     def wait_ready(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout

@@ -15,9 +15,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from chaos.scenario import Measured, Result
-from chaos.verdicts import BASELINE_FACTOR, CATCH_UP_REQUESTS_PER_WEBSERVER
+from chaos.verdicts import BASELINE_FACTOR, CATCH_UP_REQUESTS_PER_WEBSERVER, Window
 
 MARKER = "<!-- analysis -->"
+ABORTED = "**ABORTED** (harness)"
 
 
 def _ok(passed: bool) -> str:
@@ -28,23 +29,59 @@ def _secs(value: float | None) -> str:
     return "—" if value is None else f"{value:.1f}"
 
 
+def _verdict(m: Measured) -> str:
+    return ABORTED if m.window.aborted else _ok(all(r.passed for r in m.rules))
+
+
+def _overall(result: Result) -> str:
+    return ABORTED if result.aborted is not None else _ok(result.passed)
+
+
+def _after_heal(value: float | None, w: Window) -> str:
+    if w.aborted:
+        return "not measured (aborted)"
+    return f"not within the {w.cap:.0f}s limit" if value is None else f"{value:.1f}s after the heal"
+
+
 def _summary_row(m: Measured) -> str:
     w, f = m.window, m.figures
-    verdict = _ok(all(r.passed for r in m.rules))
+    verdict = _verdict(m)
+    duration = f"{w.healed - w.start:.0f}" if w.healed else f"{w.end - w.start:.0f} (aborted)"
     return (
-        f"| [{w.name}](#{w.name}) | {w.healed - w.start:.0f} | {_secs(w.canary)} | {_secs(w.backlog)} | "
+        f"| [{w.name}](#{w.name}) | {duration} | {_secs(w.canary)} | {_secs(w.backlog)} | "
         f"{f.rps_mean:.1f} / {f.rps_peak} / {f.rps_peak_other} | {f.other} ({f.other_budget:.0f}) | {f.lists} | "
         f"{f.status_429} | {f.status_5xx} | "
         f"{len(f.deposed_writes)} | {len(f.liveness)} | {len(f.tracebacks)} | {len(f.leader_changes)} | {verdict} |"
     )
 
 
+def _harness_failure(result: Result) -> list[str]:
+    failure = result.aborted
+    if failure is None:
+        return []
+    ran = [m.window.name for m in result.faults]
+    judged = [m.window.name for m in result.faults if not m.window.aborted]
+    not_run = result.config.faults[len(ran) :]
+    return [
+        "## Harness failure",
+        "",
+        f"The run stopped: {failure.describe()}.",
+        "",
+        "This is a failure of the chaos harness, not a verdict on the operator. "
+        + (f"Measured and judged as usual (below): {', '.join(judged)}. " if judged else "No fault ran to its end. ")
+        + ("The aborted fault is marked ABORTED and not judged. " if len(judged) < len(ran) else "")
+        + (f"Not run: {', '.join(not_run)}. " if not_run else "")
+        + "Fix the harness (the traceback file names the line) and run the same command again.",
+        "",
+    ]
+
+
 def _fault_section(m: Measured, baseline: Measured | None) -> list[str]:
     w, f = m.window, m.figures
     rows = [
-        ("fault duration (injection to heal)", f"{w.healed - w.start:.1f}s"),
-        ("recovery: canary change applied and observed", f"{_secs(w.canary)}s after the heal"),
-        ("recovery: every generation at heal time observed (backlog)", f"{_secs(w.backlog)}s after the heal"),
+        ("fault duration (injection to heal)", f"{w.healed - w.start:.1f}s" if w.healed else "not healed (aborted)"),
+        ("recovery: canary change applied and observed", _after_heal(w.canary, w)),
+        ("recovery: every generation at heal time observed (backlog)", _after_heal(w.backlog, w)),
         ("operator requests in the window (injection to recovery)", str(f.requests)),
         (
             "requests/s: mean / busiest second / busiest second without LIST+WATCH",
@@ -65,11 +102,15 @@ def _fault_section(m: Measured, baseline: Measured | None) -> list[str]:
     ]
     rows += list(w.extra.items())
     lines = [f"### {w.name}", "", f"{w.title}.", ""]
+    if w.aborted:
+        step = w.steps[-1][1] if w.steps else "(none announced)"
+        lines += [f"**Aborted by a harness failure** in the step '{step}' (see Harness failure above): not judged.", ""]
     lines += [f"- {note}" for note in w.notes]
     lines += ["", "| figure | value |", "| --- | --- |"]
     lines += [f"| {k} | {v} |" for k, v in rows]
-    lines += ["", "| verdict | result | detail |", "| --- | --- | --- |"]
-    lines += [f"| {r.name} | {_ok(r.passed)} | {r.detail} |" for r in m.rules]
+    if m.rules:
+        lines += ["", "| verdict | result | detail |", "| --- | --- | --- |"]
+        lines += [f"| {r.name} | {_ok(r.passed)} | {r.detail} |" for r in m.rules]
     for title, items in (
         ("Writes from a deposed leader", f.deposed_writes),
         ("Failed liveness answers", [f"{i.slot} at {i.time - w.start:+.1f}s: {i.detail}" for i in f.liveness]),
@@ -91,8 +132,9 @@ def render(result: Result, *, command: str) -> str:
         "",
         f"Produced by `{command}` on {when} ({took / 60:.1f} minutes; {os.cpu_count()} cores, "
         f"{platform.python_implementation()} {platform.python_version()}). Regenerate with the same command; the "
-        f"analysis at the end is kept. Overall: {_ok(result.passed)}.",
+        f"analysis at the end is kept. Overall: {_overall(result)}.",
         "",
+        *_harness_failure(result),
         "## What the run does",
         "",
         f"- {cfg.webservers} WebServers in {cfg.namespaces} namespaces on the local control plane (hack/cluster.sh: "
@@ -105,7 +147,8 @@ def render(result: Result, *, command: str) -> str:
         f"timeout {cfg.watch_timeout}s, stall timeout {cfg.watch_stall_timeout:g}s), "
         + ("in the in-cluster configuration (token file, KUBERNETES_SERVICE_HOST/PORT), " if cfg.in_cluster else "")
         + ("watching all namespaces" if cfg.watch_all else "watching the run's namespaces")
-        + ", each as its own ServiceAccount behind its own toxiproxy. A replica that exits is restarted after 1s.",
+        + ", each as its own ServiceAccount behind its own toxiproxy. A replica that exits is restarted after 1s. "
+        "A proxy fault heals by recreating the proxy: the faulted connections are dropped and the replica reconnects.",
         "- Three foreign objects (a Deployment and a Service that only share a WebServer's name, and a Deployment "
         "with the operator's labels controlled by a ConfigMap) with their namesake WebServers.",
         "- Verdicts come from the API server's audit log (every request of the replicas' ServiceAccounts, see "
@@ -125,6 +168,12 @@ def render(result: Result, *, command: str) -> str:
         "renewal + renew deadline + 1s (+ injected latency), nor from a replica that never held the Lease.",
         "- **liveness never failed**: every /healthz answer of a live process was 200.",
         "- **no unhandled exception**: no traceback on any replica's stderr.",
+        "- **leader-freeze, 0 s slack**: no write (accepted or rejected) from the frozen replica received after its "
+        "Lease expired, i.e. after the renewTime + leaseDurationSeconds of its last Lease write the API server had "
+        "completed before the write arrived (chaos/fencing.py).",
+        "- **slow-api, 0 tolerated**: no replica exits or restarts in the window, and it recovers (above).",
+        "- A harness failure (a fault that cannot be injected or healed, a step past its limit) ends the run: the "
+        "faults before it are judged, the aborted one is marked ABORTED, `python -m chaos` exits 2.",
         "",
         "## Setup",
         "",
@@ -156,7 +205,11 @@ def render(result: Result, *, command: str) -> str:
     lines += ["", "## Faults", ""]
     for m in result.faults:
         lines += _fault_section(m, base)
-    lines += ["## Run verdicts", "", "| verdict | result | detail |", "| --- | --- | --- |"]
+    lines += ["## Run verdicts", ""]
+    if result.aborted is not None and result.aborted.phase.startswith(("setup", "fault", "final")):
+        how = "was cut short" if result.aborted.phase.startswith("final") else "did not run"
+        lines += [f"The final phase (convergence, duplicates, foreign objects, quiet window) {how}.", ""]
+    lines += ["| verdict | result | detail |", "| --- | --- | --- |"]
     lines += [f"| {r.name} | {_ok(r.passed)} | {r.detail} |" for r in result.final]
     lines += ["", "| figure | value |", "| --- | --- |"]
     lines += [f"| {k} | {v} |" for k, v in result.final_figures.items()]
@@ -176,6 +229,6 @@ def write(path: Path, text: str) -> None:
 
 def summary(result: Result) -> str:
     """A few lines for a terminal or a test failure: every failed verdict."""
-    lines = [f"chaos run {result.config.name}: {_ok(result.passed)} in {result.finished - result.started:.0f}s"]
+    lines = [f"chaos run {result.config.name}: {_overall(result)} in {result.finished - result.started:.0f}s"]
     lines += [f"  {line}" for line in result.failures()]
     return "\n".join(lines)

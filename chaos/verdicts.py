@@ -22,7 +22,9 @@ Used by ``scenario``; rendered by ``report``.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from chaos.audit import Request
@@ -48,6 +50,16 @@ class Window:
     notes: list[str] = field(default_factory=list)
     extra: dict[str, str] = field(default_factory=dict)
     slack: float = 0.0  # extra seconds for the deposed-writer rule (latency injected towards the API server)
+    marks: dict[str, float] = field(default_factory=dict)  # moments (epoch seconds) a fault's own verdict needs
+    steps: list[tuple[float, str]] = field(default_factory=list)  # (epoch seconds, what) as the fault announced them
+    aborted: bool = False  # the harness failed in this window (``failure``): its figures are not judged
+    on_step: Callable[[str], None] | None = None  # told of every step as it begins (the run's progress lines)
+
+    def step(self, what: str) -> None:
+        """Announce the step the fault enters now, so a harness failure can say where it happened."""
+        self.steps.append((time.time(), what))
+        if self.on_step is not None:
+            self.on_step(what)
 
 
 @dataclass
