@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -177,7 +178,12 @@ class Release:
         """/metrics as the tests' Prometheus reads it (the host process locally, the metrics Service on kind)."""
         if self.host_operator is not None:
             return self.host_operator.metrics_text()
-        status, text = self.scraper_pod().scrape(self.metrics_service_url)
+        deadline = time.monotonic() + 30
+        while True:
+            status, text = self.scraper_pod().scrape(self.metrics_service_url)
+            if status != 0 or time.monotonic() > deadline:
+                break
+            time.sleep(1)  # no answer at all (a rollout's pod going away): ask again, as the next scrape would
         assert status == 200, f"GET {self.metrics_service_url} from the scraper pod answered {status}: {text}"
         return text
 

@@ -87,10 +87,16 @@ class ScraperPod:
         token: str = POD_TOKEN,
         insecure: bool = True,
     ) -> tuple[int, str]:
-        """GET ``url`` from the pod; ``token`` is ``file:<path>`` (default: the pod's own), ``none`` or a token."""
+        """GET ``url`` from the pod; ``token`` is ``file:<path>`` (default: the pod's own), ``none`` or a token.
+
+        Answers ``(0, what went wrong)`` when no HTTP answer came (a timeout, a refused connection: e.g. the Service
+        still routing to a pod of a rollout that is going away), so callers can ask again as Prometheus would.
+        """
         verify = "insecure" if insecure else "verify"
-        out = self.cluster.kubectl(
-            "exec", self.name, "-n", self.namespace, "--", "python", "-c", _SCRAPE, url, token, verify
-        ).stdout
-        status, _, body = out.partition("\n")
+        result = self.cluster.kubectl(
+            "exec", self.name, "-n", self.namespace, "--", "python", "-c", _SCRAPE, url, token, verify, check=False
+        )
+        if result.returncode != 0:
+            return 0, result.stderr.strip()[-2000:]
+        status, _, body = result.stdout.partition("\n")
         return int(status), body
