@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 import logging
 import os
 import socket
@@ -188,7 +189,10 @@ class EventRecorder:
 
     def _trim(self) -> None:
         """Forget the oldest distinct Events past ``_MAX_OBJECTS`` (a repeat of one then creates a new Event)."""
-        for key in list(self._series)[: max(0, len(self._series) - _MAX_OBJECTS)]:
+        excess = len(self._series) - _MAX_OBJECTS
+        if excess <= 0:
+            return  # the usual case: no copy of the keys on every new Event
+        for key in list(itertools.islice(self._series, excess)):
             if not (self._series[key].queued or self._series[key].sending):
                 del self._series[key]
 
