@@ -3,7 +3,7 @@
 One entry point for the container image, the Makefile (`make manifests`) and people. Heavy imports happen inside
 the subcommands so `version` and `manifests` stay fast and never need a cluster.
 
-Run by the container's entry point and by people; hands settings to ``manager.manager.run_operator``.
+Run by the container's entry point and by people; hands settings to ``manager.operator.run_operator``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def _run(args: argparse.Namespace) -> int:
     import asyncio  # noqa: PLC0415
 
     from webserver_operator.manager.logs import configure_logging  # noqa: PLC0415
-    from webserver_operator.manager.manager import run_operator  # noqa: PLC0415
+    from webserver_operator.manager.operator import run_operator  # noqa: PLC0415
     from webserver_operator.manager.settings import SettingsError, load_settings  # noqa: PLC0415
 
     try:

@@ -17,11 +17,11 @@ import pytest
 
 from tests.support.cluster import Cluster
 from webserver_operator import metrics
-from webserver_operator.core.settings import ClientSettings
+from webserver_operator.core.settings import ClientSettings, LeaseSettings
 from webserver_operator.kube.client import KubeClient
 from webserver_operator.kube.config import load_configuration
 from webserver_operator.kube.errors import WritesStopped
-from webserver_operator.manager.leader import LeaderElector, LeadershipLost
+from webserver_operator.runtime.lease import Lease, LeaseLost
 
 LEASE = 2.0
 RENEW = 1.5
@@ -37,15 +37,13 @@ async def kube(cluster: Cluster) -> AsyncIterator[KubeClient]:
         yield client
 
 
-def candidate(kube: KubeClient, namespace: str, identity: str) -> LeaderElector:
-    return LeaderElector(
+def candidate(kube: KubeClient, namespace: str, identity: str) -> Lease:
+    return Lease(
         kube,
-        lease_name=NAME,
-        lease_namespace=namespace,
+        name=NAME,
+        namespace=namespace,
         identity=identity,
-        lease_duration=LEASE,
-        renew_deadline=RENEW,
-        retry_period=RETRY,
+        settings=LeaseSettings(lease_duration=LEASE, renew_deadline=RENEW, retry_period=RETRY),
     )
 
 
@@ -79,7 +77,7 @@ async def test_exactly_one_leader_and_release_hands_over_within_a_retry_period(
         await asyncio.sleep(2 * LEASE)
         assert not waiting.done(), "the standby must not acquire a Lease that is being renewed"
         assert not hold.done()
-        assert [e.identity for e in (a, b) if e.is_leader] == [leader.identity]
+        assert [e.identity for e in (a, b) if e.is_held] == [leader.identity]
         spec = await lease_spec(cluster, namespace)
         assert spec["holderIdentity"] == leader.identity
         assert spec["leaseDurationSeconds"] == 2
@@ -97,7 +95,7 @@ async def test_exactly_one_leader_and_release_hands_over_within_a_retry_period(
             f"({time.monotonic() - started:.3f}s including the release itself; retry period {RETRY}s)"
         )
         assert failover < 1.5
-        assert [e.identity for e in (a, b) if e.is_leader] == [standby.identity]
+        assert [e.identity for e in (a, b) if e.is_held] == [standby.identity]
         spec = await lease_spec(cluster, namespace)
         assert spec["holderIdentity"] == standby.identity
         assert spec["leaseTransitions"] == 1
@@ -154,12 +152,12 @@ async def test_leader_stops_when_its_lease_is_taken_over(cluster: Cluster, names
             '{"spec": {"holderIdentity": "intruder"}}',
         )
         taken = time.monotonic()
-        with pytest.raises(LeadershipLost, match="intruder"):
+        with pytest.raises(LeaseLost, match="intruder"):
             await asyncio.wait_for(hold, RENEW + 2)
         stopped = time.monotonic() - taken
         print(f"\nleader stopped {stopped:.3f}s after its Lease was taken over (renew deadline {RENEW}s)")
         assert stopped < RENEW + 0.5
-        assert not leader.is_leader
+        assert not leader.is_held
         assert metrics.REGISTRY.get_sample_value("leader_election_master_status", {"name": NAME}) == 0
         await leader.release()
         spec = await lease_spec(cluster, namespace)

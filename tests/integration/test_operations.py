@@ -26,7 +26,7 @@ from tests.support.operator import OperatorProcess
 from tests.support.proxy import FreezableProxy
 from tests.support.webservers import wait_condition, wait_field, wait_ready, webserver
 from webserver_operator.core.settings import ClientSettings, ServerSettings, WatchSettings
-from webserver_operator.manager.manager import Operator
+from webserver_operator.manager.operator import Operator
 from webserver_operator.manager.settings import Settings
 
 
@@ -111,8 +111,8 @@ async def test_healthz_fails_while_the_event_loop_is_blocked(cluster: Cluster, c
     task = asyncio.create_task(operator.run())
 
     def probe(path: str) -> tuple[int, str]:
-        assert operator.probe_server is not None
-        url = f"http://127.0.0.1:{operator.probe_server.health_port}{path}"
+        assert operator.health_port is not None
+        url = f"http://127.0.0.1:{operator.health_port}{path}"
         try:
             with urllib.request.urlopen(url, timeout=5) as resp:
                 return resp.status, resp.read().decode()
@@ -120,7 +120,7 @@ async def test_healthz_fails_while_the_event_loop_is_blocked(cluster: Cluster, c
             return err.code, err.read().decode()
 
     for _ in range(200):
-        ready = operator.probe_server is not None and operator.probe_server.health_port
+        ready = operator.health_port is not None
         if ready and (await asyncio.to_thread(probe, "/readyz"))[0] == 200:
             break
         await asyncio.sleep(0.1)

@@ -13,14 +13,14 @@ import pytest
 
 from tests.support.chart import flag_values_of, helm_template, manager_of, render
 from webserver_operator.cli import build_parser
-from webserver_operator.core.settings import LeaderElectionSettings
+from webserver_operator.core.settings import LeaseSettings
 from webserver_operator.manager.settings import load_settings
 
 pytestmark = pytest.mark.tools
 
 
-def _operator_settings(args: list[str]) -> LeaderElectionSettings:
-    return load_settings(build_parser().parse_args(["run", *args])).leader_election
+def _operator_settings(args: list[str]) -> LeaseSettings:
+    return load_settings(build_parser().parse_args(["run", *args])).lease
 
 
 def test_default_lease_timings_are_the_operators_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -28,7 +28,7 @@ def test_default_lease_timings_are_the_operators_defaults(monkeypatch: pytest.Mo
         monkeypatch.delenv(f"WEBSERVER_OPERATOR_{timing}", raising=False)
     args = manager_of(render())["args"]
     chart = _operator_settings(args)
-    default = LeaderElectionSettings()
+    default = LeaseSettings()
     assert (chart.lease_duration, chart.renew_deadline, chart.retry_period) == (
         default.lease_duration,
         default.renew_deadline,

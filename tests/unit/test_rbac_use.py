@@ -31,14 +31,14 @@ from tests.support.chart import GROUP, LEADER_ELECTION_RULES, MANAGER_RULES, OPE
 from tests.support.fake_api import FakeApi, status_error
 from webserver_operator.api.models import WEBSERVERS
 from webserver_operator.core.resources import DEPLOYMENTS, EVENTS, LEASES, SERVICES
-from webserver_operator.core.settings import ControllerSettings, WatchSettings
+from webserver_operator.core.settings import ControllerSettings, LeaseSettings, WatchSettings
 from webserver_operator.core.vocabulary import QueryValue, RequestOptions
 from webserver_operator.kube.paths import parse_path, rbac_verb
-from webserver_operator.manager.leader import LeaderElector
 from webserver_operator.manager.metrics_auth import MetricsAuth
 from webserver_operator.manager.reviews import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
 from webserver_operator.reconcile.setup import setup_webserver_controller
 from webserver_operator.runtime.cache import InformerCache
+from webserver_operator.runtime.lease import Lease
 
 ROOT = Path(__file__).resolve().parents[2]
 NS, NAME = "team-a", "web"
@@ -144,14 +144,12 @@ async def reconcile_everything(api: RecordingApi) -> None:
 
 async def lead_and_release(api: RecordingApi) -> None:
     path = LEASES.path(namespace=NS, name="leader")
-    elector = LeaderElector(
+    elector = Lease(
         api,
-        lease_name="leader",
-        lease_namespace=NS,
+        name="leader",
+        namespace=NS,
         identity="me",
-        lease_duration=3,
-        renew_deadline=2,
-        retry_period=0.05,
+        settings=LeaseSettings(lease_duration=3, renew_deadline=2, retry_period=0.05),
     )
     await elector.acquire()
     acquired = api.get(path)

@@ -5,7 +5,7 @@ later, like a failure that went away. One logged at every retry floods the log a
 middle way: the first occurrence of a failure (or a different failure) is a warning, repeats are debug, and one
 warning per period says it is still happening and how often.
 
-Pure (the clock is injected); the caller logs. Used by ``manager.leader`` for failing Lease calls (a standby that
+Pure (the clock is injected); the caller logs. Used by ``runtime.lease`` for failing Lease calls (a standby that
 cannot read the Lease, a leader whose renewals fail) and by any retry loop that wants the same rule.
 """
 

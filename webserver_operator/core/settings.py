@@ -1,10 +1,11 @@
 """The settings tree: one pydantic section per part of the operator, each read by the layer it configures.
 
 Why sections (as kopf's ``OperatorSettings``): the API client takes ``settings.client``, the controller runtime
-``settings.controller`` and ``settings.watch``, the leader elector ``settings.leader_election``, the probe server
-``settings.server``; each validates its own values once, here, and nothing maps one settings object into another by
-hand. The sections live in the bottom layer so every layer can name the one it reads; ``manager.settings`` composes
-them into the root object that is read from ``WEBSERVER_OPERATOR_*`` variables and ``run`` flags.
+``settings.controller`` and ``settings.watch``, every Lease ``settings.lease``, the manager ``settings.leader_election``
+and the endpoints ``settings.server``; each validates its own values once, here, and nothing maps one settings object
+into another by hand. The sections live in the bottom layer so every layer can name the one it reads;
+``manager.settings`` composes them into the root object that is read from ``WEBSERVER_OPERATOR_*`` variables and
+``run`` flags.
 
 Field names are unique across sections and are the user-facing names: ``workers`` is the flag ``--workers`` and the
 variable ``WEBSERVER_OPERATOR_WORKERS`` whichever section holds it. Field descriptions become the flags' help text.
@@ -19,6 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import NoDecode
 
+from webserver_operator.core.backoff import BackoffPolicy
 from webserver_operator.core.podsecurity import PodSecurityLevel
 
 _BIND_RE = re.compile(r"^(?P<host>\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):(?P<port>\d{1,5})$")
@@ -37,6 +39,8 @@ MIN_STALL_TIMEOUT = 1.0
 #: The smallest ``--max-loop-lag``: the loop heartbeat ticks every 0.5 s (``manager.probes.Heartbeat``), and a lag
 #: limit close to that tick fails liveness on an ordinary busy moment; kubelet then restarts a healthy process.
 MIN_MAX_LOOP_LAG = 2.0
+#: A Lease candidate waits ``retry_period`` up to this fraction longer between attempts (client-go's JitterFactor).
+LEASE_RETRY_JITTER = 0.2
 
 
 def check_namespace_name(value: str) -> str:
@@ -155,22 +159,64 @@ class ControllerSettings(_Section):
     )
 
 
+class LeaseSettings(_Section):
+    """How every Lease this replica takes is claimed, renewed and released (``runtime.lease.Lease``).
+
+    One section for every Lease (the leader's today, each shard's with sharding): the timing rules are checked here,
+    once, and a ``Lease`` takes the section as a whole.
+    """
+
+    lease_duration: float = Field(
+        default=15.0, gt=0, allow_inf_nan=False, description="Seconds a standby waits before taking over."
+    )
+    renew_deadline: float = Field(
+        default=10.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="Seconds the leader may write after its last successful renew was sent, and retries one renew "
+        "before it quits.",
+    )
+    retry_period: float = Field(
+        default=2.0, gt=0, allow_inf_nan=False, description="Seconds between leader election attempts."
+    )
+
+    @property
+    def retry_backoff(self) -> BackoffPolicy:
+        """The wait between two claim attempts: ``retry_period``, up to ``LEASE_RETRY_JITTER`` longer.
+
+        As client-go's ``wait.JitterUntil(retryPeriod, 1.2)``, so candidates started together do not poll in lock step.
+        """
+        longest = self.retry_period * (1 + LEASE_RETRY_JITTER)
+        return BackoffPolicy(base=longest, cap=longest, jitter=LEASE_RETRY_JITTER / (1 + LEASE_RETRY_JITTER))
+
+    @property
+    def release_timeout(self) -> float:
+        """The whole release's budget: it runs after the drain, inside the pod's termination grace period."""
+        return max(self.retry_period, self.renew_deadline / 2)
+
+    @model_validator(mode="after")
+    def _timings(self) -> LeaseSettings:
+        if not self.renew_deadline < self.lease_duration:
+            raise ValueError(
+                f"renew_deadline ({self.renew_deadline}s) must be shorter than lease_duration "
+                f"({self.lease_duration}s): a holder that cannot renew must stop writing before a standby may take over"
+            )
+        if not self.retry_backoff.cap < self.renew_deadline:
+            raise ValueError(
+                f"retry_period ({self.retry_period}s) must be shorter than renew_deadline ({self.renew_deadline}s) "
+                f"by more than its {LEASE_RETRY_JITTER:.0%} jitter, or a single slow renewal would cost the lease"
+            )
+        return self
+
+
 class LeaderElectionSettings(_Section):
-    """The Lease that lets one replica act while the others stand by (``manager.leader``)."""
+    """Whether replicas elect a leader, and the Lease they elect it with (timings: ``LeaseSettings``)."""
 
     leader_elect: bool = Field(default=False, description="Elect a leader with a Lease so only one replica acts.")
     leader_election_id: str = Field(default="webserver-operator-leader", description="Name of the Lease.")
     leader_election_namespace: str | None = Field(
         default=None, description="Namespace of the Lease (default: the pod's namespace, else 'default')."
     )
-    lease_duration: float = Field(default=15.0, gt=0, description="Seconds a standby waits before taking over.")
-    renew_deadline: float = Field(
-        default=10.0,
-        gt=0,
-        description="Seconds the leader may write after its last successful renew was sent, and retries one renew "
-        "before it quits.",
-    )
-    retry_period: float = Field(default=2.0, gt=0, description="Seconds between leader election attempts.")
 
     @field_validator("leader_election_id")
     @classmethod
@@ -188,19 +234,6 @@ class LeaderElectionSettings(_Section):
     @classmethod
     def _lease_namespace(cls, value: str | None) -> str | None:
         return None if value is None else check_namespace_name(value)
-
-    @model_validator(mode="after")
-    def _election_timings(self) -> LeaderElectionSettings:
-        if not self.renew_deadline < self.lease_duration:
-            raise ValueError(
-                f"renew_deadline ({self.renew_deadline}s) must be shorter than lease_duration ({self.lease_duration}s)"
-            )
-        if not self.retry_period * 1.2 < self.renew_deadline:
-            raise ValueError(
-                f"retry_period ({self.retry_period}s) must be shorter than renew_deadline ({self.renew_deadline}s) "
-                "by more than its 20% jitter, or a single slow renewal would cost the lease"
-            )
-        return self
 
 
 class ServerSettings(_Section):

@@ -1,6 +1,6 @@
 """The shared vocabulary: what an object, a key, a cache, an event handler and the API look like to every layer.
 
-Why one module at the bottom: the reconciler, the controller runtime, the leader elector and the Event recorder all
+Why one module at the bottom: the reconciler, the controller runtime, the Leases and the Event recorder all
 read objects, key them, read caches and send requests. Declaring those shapes once, below every layer that uses
 them, means each has one definition to read and one place to change, and no layer needs to import a higher one to
 name a type. The Protocols are structural: ``kube.client.KubeClient`` satisfies ``ApiRequests`` and ``WatchApi``,

@@ -38,7 +38,7 @@ reconcile path uses, where the work queue backs off instead. Every attempt, retr
 never carry paths or object names. Failed attempts are logged with method, path (no query string), status and the
 API server's message; never headers or bodies, which may carry tokens or Secret data.
 
-Created by ``manager.manager``; handed to the informers (``WatchApi``), the leader elector and, as its no-retry view,
+Created by ``manager.operator``; handed to the informers (``WatchApi``), the Leases and, as its no-retry view,
 the reconciler and the Event recorder (``ApiRequests``).
 """
 

@@ -21,7 +21,7 @@ built: rotating client certificates need a restart.
 
 ``persist_config=False`` semantics: we never write back into the user's kubeconfig.
 
-Called by ``manager.manager`` before anything else; hands the kubernetes_asyncio ``Configuration`` to
+Called by ``manager.operator`` before anything else; hands the kubernetes_asyncio ``Configuration`` to
 ``KubeClient.create``.
 """
 

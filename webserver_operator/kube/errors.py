@@ -13,7 +13,7 @@ kubeconfig / in-cluster setup problems found before any request is made.
 Nothing here includes request headers or bodies: they can hold bearer tokens and Secret data.
 
 Raised by ``kube.client`` (and the informer, for watch ERROR events); caught by type in ``runtime``, ``reconcile`` and
-``manager.leader``.
+``runtime.lease``.
 """
 
 from __future__ import annotations
@@ -123,14 +123,14 @@ class ApiError(KubeError):
         return f"{type(self).__name__}(status={self.status}, reason={self.reason!r}, {self.method} {self.path})"
 
 
-class NotFound(ApiError):  # noqa: N818 - Kubernetes' reason names
+class NotFound(ApiError):
     hint = (
         "The object does not exist (deleted meanwhile?) or its API is not served: "
         "if the resource is defined by a CustomResourceDefinition, install that CRD."
     )
 
 
-class Conflict(ApiError):  # noqa: N818 - Kubernetes' reason names
+class Conflict(ApiError):
     @property
     def already_exists(self) -> bool:
         """409 from a create: an object with that name exists (ours not yet in the cache, or a foreign one)."""
@@ -142,15 +142,15 @@ class Conflict(ApiError):  # noqa: N818 - Kubernetes' reason names
         return "The object changed since it was read; it is re-read and the change retried on the next reconcile."
 
 
-class Gone(ApiError):  # noqa: N818 - Kubernetes' reason names
+class Gone(ApiError):
     hint = "The requested resourceVersion is too old (compacted); list again and watch from the new resourceVersion."
 
 
-class Invalid(ApiError):  # noqa: N818 - Kubernetes' reason names
+class Invalid(ApiError):
     hint = "The API server rejected the object; fix the fields named above."
 
 
-class Forbidden(ApiError):  # noqa: N818 - Kubernetes' reason names
+class Forbidden(ApiError):
     def action_hint(self) -> str:
         if "cannot" not in self.message:
             # Not an RBAC denial: e.g. "unable to create new content in namespace x because it is being terminated".
@@ -166,14 +166,14 @@ class Forbidden(ApiError):  # noqa: N818 - Kubernetes' reason names
         )
 
 
-class Unauthorized(ApiError):  # noqa: N818 - Kubernetes' reason names
+class Unauthorized(ApiError):
     hint = (
         "The API server did not accept the operator's credentials: check the kubeconfig user, or in a cluster the "
         "ServiceAccount token mount (it is re-read from its file every minute)."
     )
 
 
-class TooManyRequests(ApiError):  # noqa: N818 - Kubernetes' reason names
+class TooManyRequests(ApiError):
     hint = "The API server is throttling the operator (API priority and fairness); the request will be retried later."
 
     @property
@@ -192,7 +192,7 @@ class ServerError(ApiError):
         return self.status in _RETRIABLE_5XX
 
 
-class WritesStopped(KubeError):  # noqa: N818 - a state, reads better than WritesStoppedError
+class WritesStopped(KubeError):
     """A write refused before it left the process: this replica may no longer write (it lost its leader Lease)."""
 
     def __init__(self, *, method: str, path: str, why: str) -> None:

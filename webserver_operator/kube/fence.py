@@ -13,7 +13,7 @@ reach the API server. Clocks of different nodes are never compared, only elapsed
 
 One fence per Lease: the leader's Lease today; a per-shard Lease later gets its own fence, and the writes for that
 shard consult it. The fence is pure (the clock is injected): ``renewed`` and ``revoke`` are called by the Lease's
-renew loop (``manager.leader.LeaderElector``), ``why_not`` by the API client just before a request goes on the wire
+renew loop (``runtime.lease.Lease``), ``why_not`` by the API client just before a request goes on the wire
 (``kube.gate``, through ``KubeClient.gated``). It hands on one thing: ``None`` (write) or why not, in words a log
 reader can act on.
 """

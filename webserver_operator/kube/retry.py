@@ -3,7 +3,7 @@
 Why a pure ``retry_delay`` plus a tiny loop with injected ``sleep``/``rand``: the decision (retry or not, how long)
 is where bugs hide, and it can be tested exhaustively without a server and without sleeping.
 
-Who retries here: the informers' lists and the leader elector's calls (each bounded by its own deadline). The
+Who retries here: the informers' lists and the Leases' calls (each bounded by its own deadline). The
 reconcile path does not: its client view has ``max_retries=0`` and a failed write goes back to the work queue, which
 backs off per key and honours ``Retry-After`` (the controller-runtime model), so one failure is never retried by two
 layers at once.

@@ -6,7 +6,7 @@ they ran on that loop, a blocked loop would just make the probe time out, with n
 heartbeat. /metrics has a thread and loop of its own too (``manager.metrics_server``): rendering thousands of
 series, or waiting for the API server to review a scraper's token, never delays a probe.
 
-What the probes check is ``manager.probes``; this module only serves them. Started first by ``manager.manager``.
+What the probes check is ``manager.probes``; this module only serves them. Started first by ``manager.operator``.
 
 Checks are plain callables returning ``(ok, detail)``. They run on the server thread, so they must only read
 simple attributes (floats, bools) that the main loop writes.

@@ -15,7 +15,7 @@ CPU and a review waits for the API server; neither may delay the health probes, 
 The reviews go through an API client created on this loop from the same client settings as the operator's.
 
 Renders are coalesced: scrapes that arrive while a render runs (in this loop's executor) share its result, so a flood
-of scrapes costs one render at a time, not one per scrape. Started by ``manager.manager`` after the probes.
+of scrapes costs one render at a time, not one per scrape. Started by ``manager.operator`` after the probes.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ What the probes mean (what kubelet and people should act on):
 Checks run on the endpoint server's thread (``manager.endpoints``), so they must only read simple attributes (floats,
 bools) that the main loop writes. The manager fills ``Probes`` (loop heartbeat, watch liveness, cache readiness).
 
-Filled by ``manager.manager``; read by ``manager.endpoints`` on each probe.
+Filled by ``manager.operator``; read by ``manager.endpoints`` on each probe.
 """
 
 from __future__ import annotations

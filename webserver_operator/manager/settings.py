@@ -27,6 +27,7 @@ from webserver_operator.core.settings import (
     ClientSettings,
     ControllerSettings,
     LeaderElectionSettings,
+    LeaseSettings,
     LogSettings,
     ServerSettings,
     WatchSettings,
@@ -44,6 +45,7 @@ class Settings(BaseSettings):
     watch: WatchSettings = Field(default_factory=WatchSettings)
     controller: ControllerSettings = Field(default_factory=ControllerSettings)
     leader_election: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)
+    lease: LeaseSettings = Field(default_factory=LeaseSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     log: LogSettings = Field(default_factory=LogSettings)
 

@@ -1,4 +1,4 @@
 """Package marker.
 
-Imported by ``manager.manager`` (``reconcile.setup``) only.
+Imported by ``manager.operator`` (``reconcile.setup``) only.
 """

@@ -85,14 +85,11 @@ class EventRecorder:
         api: ApiRequests,
         *,
         instance: str | None = None,
-        background: bool = True,
         max_queued: int = _MAX_QUEUED,
     ) -> None:
-        """``background=False`` writes each Event before ``emit`` returns (for callers that read it right away)."""
         self._api = api
         self._instance = instance or os.environ.get("POD_NAME") or socket.gethostname()
         self._seen: dict[str, list[str]] = {}
-        self._background = background
         self._max_queued = max_queued
         self._queue: collections.deque[_SeriesKey] = collections.deque()
         self._series: collections.OrderedDict[_SeriesKey, _Series] = collections.OrderedDict()
@@ -149,9 +146,6 @@ class EventRecorder:
                 _event(obj, instance=self._instance, type_=type_, reason=reason, message=key[3], namespace=namespace)
             )
             self._trim()
-        if not self._background:
-            await self._send(key)
-            return
         if len(self._queue) >= self._max_queued:
             series.queued = False
             self._drop("queue_full", reason, namespace, meta.get("name"))

@@ -30,7 +30,7 @@ GARBAGE_COLLECTION = BackoffPolicy(base=1.0, cap=2.0)
 GC_PATIENCE = 40
 
 
-class Problem(Exception):  # noqa: N818 - it is a verdict about the WebServer, raised where it is found
+class Problem(Exception):
     """A reason the WebServer cannot progress without a person: becomes Ready=False, a Warning Event and a requeue.
 
     ``reason`` is CamelCase (``ServiceConflict``); ``message`` says what is wrong and what to do; ``event_reason``

@@ -9,7 +9,7 @@
   ``webserver_operator_webserver_ready_status`` gauge, and the Event recorder forgetting a deleted WebServer's
   de-duplication memory.
 
-Called by ``manager.manager`` with the shared informer cache and the client; hands back the controller to run.
+Called by ``manager.operator`` with the shared informer cache and the client; hands back the controller to run.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ twice and the two views drift. ``group()`` creates a group on first use; control
 (``runtime.builder``); the manager starts everything with ``run()`` once all handlers are in place, waits for
 ``synced()``, and reads ``groups`` for its liveness and readiness probes.
 
-Created by ``manager.manager``; ``reconcile.setup`` reads its groups as caches and declares handlers on them.
+Created by ``manager.operator``; ``reconcile.setup`` reads its groups as caches and declares handlers on them.
 """
 
 from __future__ import annotations

@@ -56,11 +56,11 @@ _FORBIDDEN_BACKOFF = BackoffPolicy(base=5.0, cap=60.0, jitter=0.5)
 _SHORT_WATCH_SECONDS = 1.0  # an empty watch that ends sooner than this is treated as a failure (no hot loop)
 
 
-class _RestartList(Exception):  # noqa: N818 - control flow, not an error
+class _RestartList(Exception):
     """A continue token expired mid-list: start the list over."""
 
 
-class _Stalled(Exception):  # noqa: N818 - control flow, not an error
+class _Stalled(Exception):
     """The watch delivered nothing for ``stall_timeout``."""
 
 

@@ -277,21 +277,9 @@ class WorkQueue(Generic[K]):
             if not waiter.done():
                 waiter.set_result(None)
 
-    @property
-    def shutting_down(self) -> bool:
-        return self._shutting_down
-
     def __len__(self) -> int:
         """Number of keys queued and ready (not counting keys in flight or waiting on a delay)."""
         return len(self._queued)
-
-    def processing(self) -> frozenset[K]:
-        return frozenset(self._processing)
-
-    def pending_delayed(self) -> dict[K, float]:
-        """Delayed keys and how many seconds until each is due."""
-        now = self._clock()
-        return {key: max(0.0, due - now) for key, due in self._waiting.items()}
 
     def update_unfinished_metrics(self) -> None:
         """Refresh the unfinished-work and longest-running gauges (call on a tick or before a scrape)."""

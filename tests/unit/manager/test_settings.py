@@ -22,7 +22,7 @@ def test_defaults_match_controller_runtime_conventions(monkeypatch: pytest.Monke
     assert s.server.metrics_secure is True
     assert s.server.metrics_cert_path is None  # self-signed at start
     assert s.server.health_probe_bind_address == ":8081"
-    assert (s.leader_election.lease_duration, s.leader_election.renew_deadline, s.leader_election.retry_period) == (
+    assert (s.lease.lease_duration, s.lease.renew_deadline, s.lease.retry_period) == (
         15.0,
         10.0,
         2.0,
@@ -50,6 +50,9 @@ def test_flags_override_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         (["--namespaces", "Bad_NS"], "'Bad_NS' is not a namespace name"),
         (["--renew-deadline", "20"], "renew_deadline (20.0s) must be shorter than lease_duration (15.0s)"),
         (["--retry-period", "9"], "retry_period (9.0s) must be shorter than renew_deadline"),
+        (["--renew-deadline", "2.2", "--retry-period", "2"], "by more than its 20% jitter"),
+        (["--retry-period", "0"], "retry_period (--retry-period / WEBSERVER_OPERATOR_RETRY_PERIOD)"),
+        (["--lease-duration", "inf"], "lease_duration (--lease-duration / WEBSERVER_OPERATOR_LEASE_DURATION)"),
         (["--log-format", "xml"], "log_format (--log-format / WEBSERVER_OPERATOR_LOG_FORMAT)"),
         (["--leader-election-id", "Leader_Lock"], "'Leader_Lock' is not a Lease name: use a DNS-1123 subdomain"),
         (["--leader-election-id", "x" * 254], "is not a Lease name: use a DNS-1123 subdomain"),

@@ -23,6 +23,7 @@ from webserver_operator.core.vocabulary import KubeObject, KubeObjects, ObjectKe
 from webserver_operator.kube.errors import Conflict, ServerError
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.reconciler import Caches, WebServerReconciler
+from webserver_operator.runtime.result import Result
 
 NS, NAME = "default", "web"
 KEY = (NS, NAME)
@@ -69,18 +70,32 @@ def webserver(**spec: Any) -> dict[str, Any]:
     }
 
 
+class _Settled(WebServerReconciler):
+    """The reconciler under test, whose reconcile returns once the Events it queued are stored.
+
+    Events go out in the background (``reconcile.events``); a person reading ``kubectl get events`` a moment after a
+    reconcile sees them, and so do these tests, which also count every write a reconcile caused.
+    """
+
+    async def reconcile(self, key: ObjectKey) -> Result:
+        try:
+            return await super().reconcile(key)
+        finally:
+            await self._recorder.flush()
+
+
 def reconciler(
     api: FakeApi, *, stale: bool = False, labelled: bool = False, pod_security: PodSecurityLevel = "baseline"
 ) -> WebServerReconciler:
     child_cache = StaleCache if stale else LabelledCache if labelled else LiveCache
-    return WebServerReconciler(
+    return _Settled(
         api=api,
         caches=Caches(
             webservers=LiveCache(api, WEBSERVERS.path(namespace=NS)),
             deployments=child_cache(api, DEPLOYMENTS.path(namespace=NS)),
             services=child_cache(api, SERVICES.path(namespace=NS)),
         ),
-        recorder=EventRecorder(api, instance="test", background=False),
+        recorder=EventRecorder(api, instance="test"),
         pod_security=pod_security,
         clock=lambda: datetime(2026, 11, 23, tzinfo=UTC),
     )

@@ -1,4 +1,4 @@
-"""Leader election without a server: the pure decision and record builders, and the loops against a fake Lease API.
+"""``runtime.lease.Lease`` without a server: claim, hold and release against a fake Lease API.
 
 The fake stores one Lease with a resourceVersion and answers 404/409 like the API server, so optimistic concurrency,
 takeovers and deletions can be staged exactly. Time is a fake monotonic clock advanced by the injected sleep, which
@@ -13,7 +13,7 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -21,18 +21,9 @@ import pytest
 from tests.support.fake_api import FakeApi
 from webserver_operator import metrics
 from webserver_operator.core.resources import LEASES
+from webserver_operator.core.settings import LeaseSettings
 from webserver_operator.kube.errors import ServerError, TransportError
-from webserver_operator.manager.leader import (
-    LeaderElector,
-    LeadershipLost,
-    claimed_lease,
-    format_micro_time,
-    holder_of,
-    lease_duration_seconds,
-    new_lease,
-    released_lease,
-    should_acquire,
-)
+from webserver_operator.runtime.lease import Lease, LeaseLost
 
 NS = "ops"
 WALL = datetime(2026, 11, 22, 10, 0, 0, tzinfo=UTC)
@@ -43,9 +34,9 @@ def lease_name() -> str:
     return f"lease-{next(_names)}"
 
 
-def leads(e: LeaderElector) -> bool:
-    """``e.is_leader`` through a call, so that mypy does not narrow the property between awaits."""
-    return e.is_leader
+def leads(e: Lease) -> bool:
+    """``e.is_held`` through a call, so that mypy does not narrow the property between awaits."""
+    return e.is_held
 
 
 async def spin(predicate: Callable[[], bool], *, limit: int = 100_000) -> None:
@@ -112,18 +103,16 @@ def elector(
     retry_period: float = 2,
     request_timeout: float | None = None,
     release_timeout: float | None = None,
-) -> LeaderElector:
+) -> Lease:
     kwargs: dict[str, Any] = {}
     if fake is not None:
         kwargs = {"clock": fake.clock, "sleep": fake.sleep}
-    return LeaderElector(
+    return Lease(
         kube,
-        lease_name=name,
-        lease_namespace=NS,
+        name=name,
+        namespace=NS,
         identity=identity,
-        lease_duration=lease_duration,
-        renew_deadline=renew_deadline,
-        retry_period=retry_period,
+        settings=LeaseSettings(lease_duration=lease_duration, renew_deadline=renew_deadline, retry_period=retry_period),
         request_timeout=request_timeout,
         release_timeout=release_timeout,
         wall_clock=lambda: WALL,
@@ -142,127 +131,6 @@ def held_by(holder: str, **extra: Any) -> dict[str, Any]:
     }
     spec.update(extra)
     return spec
-
-
-# --- pure logic ----------------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("observed", "now", "expected"),
-    [
-        pytest.param(None, 0.0, True, id="no-lease"),
-        pytest.param({}, 0.0, True, id="empty-spec"),
-        pytest.param({"holderIdentity": ""}, 0.0, True, id="released"),
-        pytest.param({"holderIdentity": None, "leaseDurationSeconds": 15}, 0.0, True, id="null-holder"),
-        pytest.param(held_by("me"), 0.0, True, id="ours"),
-        pytest.param(held_by("other"), 0.0, False, id="other-just-seen"),
-        pytest.param(held_by("other"), 14.9, False, id="other-before-expiry"),
-        pytest.param(held_by("other"), 15.0, True, id="other-expired"),
-        pytest.param(held_by("other", leaseDurationSeconds=30), 20.0, False, id="record-duration-wins"),
-        pytest.param(held_by("other", leaseDurationSeconds=30), 30.0, True, id="record-duration-expired"),
-        pytest.param(held_by("other", leaseDurationSeconds=None), 9.9, False, id="no-duration-uses-ours"),
-        pytest.param(held_by("other", leaseDurationSeconds=None), 10.0, True, id="no-duration-expired"),
-    ],
-)
-def test_should_acquire(observed: dict[str, Any] | None, now: float, expected: bool) -> None:
-    assert should_acquire(observed, identity="me", now=now, observed_at=0.0, lease_duration=10.0) is expected
-
-
-@pytest.mark.parametrize("renew_time", ["1999-01-01T00:00:00.000000Z", "2999-01-01T00:00:00.000000Z"])
-def test_should_acquire_ignores_timestamps_in_the_record(renew_time: str) -> None:
-    """A renewTime far in the past (or future) says nothing: only how long WE have seen the record unchanged."""
-    observed = held_by("other", renewTime=renew_time, acquireTime=renew_time)
-    assert not should_acquire(observed, identity="me", now=5.0, observed_at=0.0, lease_duration=15)
-    assert should_acquire(observed, identity="me", now=15.0, observed_at=0.0, lease_duration=15)
-
-
-def test_micro_time_and_duration_rounding() -> None:
-    assert format_micro_time(WALL) == "2026-11-22T10:00:00.000000Z"
-    east = datetime(2026, 11, 22, 11, 0, 0, 123456, tzinfo=UTC).astimezone(timezone(timedelta(hours=1)))
-    assert format_micro_time(east) == "2026-11-22T11:00:00.123456Z"
-    with pytest.raises(ValueError, match="aware"):
-        format_micro_time(datetime(2026, 1, 1))
-    assert lease_duration_seconds(2) == 2
-    assert lease_duration_seconds(1.5) == 2
-    assert lease_duration_seconds(0.2) == 1
-
-
-def test_new_lease() -> None:
-    lease = new_lease(namespace=NS, name="l", identity="me", lease_duration=14.2, now=WALL)
-    assert lease == {
-        "apiVersion": "coordination.k8s.io/v1",
-        "kind": "Lease",
-        "metadata": {"name": "l", "namespace": NS},
-        "spec": {
-            "holderIdentity": "me",
-            "leaseDurationSeconds": 15,
-            "acquireTime": "2026-11-22T10:00:00.000000Z",
-            "renewTime": "2026-11-22T10:00:00.000000Z",
-            "leaseTransitions": 0,
-        },
-    }
-
-
-def test_claimed_lease_takeover_counts_a_transition_and_keeps_unknown_fields() -> None:
-    observed = {"metadata": {"name": "l", "resourceVersion": "7"}, "spec": held_by("other", preferredHolder="x")}
-    lease = claimed_lease(observed, identity="me", lease_duration=15, now=WALL)
-    assert lease["metadata"] == {"name": "l", "resourceVersion": "7"}
-    assert lease["spec"] == {
-        "holderIdentity": "me",
-        "leaseDurationSeconds": 15,
-        "acquireTime": "2026-11-22T10:00:00.000000Z",
-        "renewTime": "2026-11-22T10:00:00.000000Z",
-        "leaseTransitions": 4,
-        "preferredHolder": "x",
-    }
-    assert observed["spec"]["holderIdentity"] == "other", "the observed object must not be modified"
-
-
-def test_claimed_lease_renewal_keeps_acquire_time_and_transitions() -> None:
-    observed = {"metadata": {"resourceVersion": "7"}, "spec": held_by("me")}
-    spec = claimed_lease(observed, identity="me", lease_duration=15, now=WALL)["spec"]
-    assert spec["acquireTime"] == "2026-11-22T09:00:00.000000Z"
-    assert spec["renewTime"] == "2026-11-22T10:00:00.000000Z"
-    assert spec["leaseTransitions"] == 3
-
-
-def test_claimed_lease_after_release_counts_a_transition() -> None:
-    released = released_lease({"metadata": {}, "spec": held_by("me")}, now=WALL)
-    assert claimed_lease(released, identity="me", lease_duration=15, now=WALL)["spec"]["leaseTransitions"] == 4
-
-
-def test_released_lease_as_client_go() -> None:
-    observed = {"metadata": {"resourceVersion": "9"}, "spec": held_by("me")}
-    lease = released_lease(observed, now=WALL)
-    assert lease["metadata"] == {"resourceVersion": "9"}
-    assert lease["spec"] == {
-        "holderIdentity": "",
-        "leaseDurationSeconds": 1,
-        "acquireTime": "2026-11-22T10:00:00.000000Z",
-        "renewTime": "2026-11-22T10:00:00.000000Z",
-        "leaseTransitions": 3,
-    }
-    assert holder_of(lease["spec"]) == ""
-    assert holder_of(None) == ""
-    assert holder_of({"holderIdentity": 3}) == ""
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        ({"identity": ""}, "identity"),
-        ({"lease_duration": 10, "renew_deadline": 10}, "greater than renew_deadline"),
-        ({"renew_deadline": 2.2, "retry_period": 2}, "retry_period"),
-        ({"retry_period": 0}, "retry_period must be a positive"),
-        ({"lease_duration": float("inf")}, "lease_duration must be a positive"),
-        ({"request_timeout": -1}, "request_timeout"),
-    ],
-)
-def test_constructor_rejects_unsafe_timings(kwargs: dict[str, Any], message: str) -> None:
-    args: dict[str, Any] = {"identity": "me", "lease_duration": 15, "renew_deadline": 10, "retry_period": 2}
-    args.update(kwargs)
-    with pytest.raises(ValueError, match=message):
-        LeaderElector(FakeLeases(), lease_name="l", lease_namespace=NS, **args)
 
 
 # --- acquire -------------------------------------------------------------------------------------------------------
@@ -349,7 +217,7 @@ async def test_two_candidates_exactly_one_wins() -> None:
     assert len(done) == 1
     assert len(pending) == 1
     winner = a if tasks[0] in done else b
-    assert winner.is_leader
+    assert winner.is_held
     assert kube.spec(name)["holderIdentity"] == winner.identity
     for task in pending:
         task.cancel()
@@ -359,7 +227,7 @@ async def test_two_candidates_exactly_one_wins() -> None:
 # --- hold ----------------------------------------------------------------------------------------------------------
 
 
-async def _leading(kube: FakeLeases, name: str, fake: FakeTime, **kwargs: Any) -> LeaderElector:
+async def _leading(kube: FakeLeases, name: str, fake: FakeTime, **kwargs: Any) -> Lease:
     e = elector(kube, name, fake=fake, **kwargs)
     await e.acquire()
     return e
@@ -374,7 +242,7 @@ async def test_hold_renews_with_one_put_per_period() -> None:
     assert {(call.method, call.path) for call in kube.calls} == {("PUT", LEASES.path(namespace=NS, name=name))}, (
         "fast path: no GET while renewing"
     )
-    assert e.is_leader
+    assert e.is_held
     assert gauge(name) == 1
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -389,10 +257,10 @@ async def test_hold_ends_when_someone_else_holds_the_lease() -> None:
     e = await _leading(kube, name, fake)
     kube.store(name, held_by("intruder"))
     started = fake.now
-    with pytest.raises(LeadershipLost, match="held by intruder"):
+    with pytest.raises(LeaseLost, match="held by intruder"):
         await asyncio.wait_for(e.hold(), 5)
     assert fake.now - started <= 2, "one renew period, not the whole deadline"
-    assert not e.is_leader
+    assert not e.is_held
     assert gauge(name) == 0
     await e.release()
     assert kube.spec(name)["holderIdentity"] == "intruder", "release never touches someone else's Lease"
@@ -402,12 +270,12 @@ async def test_hold_ends_when_the_lease_is_deleted_or_released_by_someone_else()
     kube, name, fake = FakeLeases(), lease_name(), FakeTime()
     e = await _leading(kube, name, fake)
     del kube.objects[name]
-    with pytest.raises(LeadershipLost, match="deleted"):
+    with pytest.raises(LeaseLost, match="deleted"):
         await asyncio.wait_for(e.hold(), 5)
 
     e = await _leading(kube, name, fake)
     kube.store(name, held_by(""))
-    with pytest.raises(LeadershipLost, match="released by someone else"):
+    with pytest.raises(LeaseLost, match="released by someone else"):
         await asyncio.wait_for(e.hold(), 5)
 
 
@@ -419,7 +287,7 @@ async def test_hold_survives_errors_shorter_than_the_renew_deadline() -> None:
     task = asyncio.create_task(e.hold())
     await spin(lambda: not kube.failures and len(kube.calls) >= 6)
     assert not task.done()
-    assert e.is_leader
+    assert e.is_held
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
 
@@ -436,8 +304,8 @@ async def test_writes_stop_at_the_renew_deadline_and_hold_ends_after_a_whole_fai
     assert e.fence.why_not() is None
     await spin(fake.reached(acquired_at + 10))
     assert e.fence.why_not() is not None, "no write may leave once the renew deadline has passed"
-    assert not e.is_leader
-    with pytest.raises(LeadershipLost, match="renew deadline"):
+    assert not e.is_held
+    with pytest.raises(LeaseLost, match="renew deadline"):
         await asyncio.wait_for(task, 5)
     assert fake.now - acquired_at == pytest.approx(2 + 10), "one retry period, then a whole failed renew round"
     assert f"this replica lost lease ops/{name}: could not renew" in (e.fence.why_not() or "")
@@ -451,7 +319,7 @@ async def test_hold_ends_in_time_against_a_hung_api_server() -> None:
     await e.acquire()
     kube.hang = True
     started = time.monotonic()
-    with pytest.raises(LeadershipLost):
+    with pytest.raises(LeaseLost):
         await asyncio.wait_for(e.hold(), 5)
     elapsed = time.monotonic() - started
     assert elapsed < 0.4 + 0.15, elapsed
@@ -514,7 +382,7 @@ async def test_a_failure_that_goes_on_is_warned_about_every_minute(caplog: pytes
     e = elector(kube, name, identity="standby", fake=fake)
     task = asyncio.create_task(e.acquire())
     started = fake.now
-    with caplog.at_level(logging.DEBUG, logger="webserver_operator.manager.leader"):
+    with caplog.at_level(logging.DEBUG, logger="webserver_operator.runtime.lease"):
         await spin(fake.reached(started + 130))
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
@@ -541,7 +409,7 @@ async def test_unexpected_exception_ends_hold() -> None:
     kube.request = broken  # type: ignore[method-assign]
     with pytest.raises(ZeroDivisionError):
         await asyncio.wait_for(e.hold(), 5)
-    assert not e.is_leader
+    assert not e.is_held
     assert gauge(name) == 0
 
 
@@ -556,7 +424,7 @@ async def test_release_hands_the_lease_over_and_a_standby_takes_it_at_once() -> 
     await fake.sleep(5)
     assert not waiting.done()
     await e.release()
-    assert not e.is_leader
+    assert not e.is_held
     assert gauge(name) == 0
     assert kube.spec(name)["holderIdentity"] == ""
     assert kube.spec(name)["leaseDurationSeconds"] == 1
@@ -630,3 +498,8 @@ async def test_release_after_someone_wrote_the_lease_reads_it_and_leaves_it_alon
     kube.store(name, held_by("rival"))
     await e.release()
     assert kube.spec(name)["holderIdentity"] == "rival"
+
+
+def test_an_empty_identity_is_refused() -> None:
+    with pytest.raises(ValueError, match="identity must not be empty"):
+        Lease(FakeLeases(), name="l", namespace=NS, identity="", settings=LeaseSettings())

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from webserver_operator.manager.leader import LeadershipLost
-from webserver_operator.manager.manager import lead
+from webserver_operator.manager.operator import lead
 from webserver_operator.runtime.controller import Controller
+from webserver_operator.runtime.lease import LeaseLost
 from webserver_operator.runtime.result import Result
 from webserver_operator.runtime.workqueue import WorkQueue
 
@@ -39,7 +39,7 @@ async def test_lease_lost_during_the_drain_cancels_in_flight_reconciles_at_once(
 
     async def hold() -> None:
         await lost.wait()
-        raise LeadershipLost("could not renew the lease for 10s (renew deadline)")
+        raise LeaseLost("could not renew the lease for 10s (renew deadline)")
 
     hold_task = asyncio.create_task(hold())
     stop = asyncio.Event()

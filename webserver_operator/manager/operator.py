@@ -1,7 +1,8 @@
-"""The operator process: settings, client, informers, probes, leader election and shutdown, run until told.
+"""``Operator``: one operator process: endpoints, clients, informers, the leader Lease and the controller, in order.
 
 Only lifecycle lives here: what the controller watches and how events map to keys is declared next to the
-reconciler (``reconcile.setup``). Called by ``cli`` (``run_operator``); returns the process exit code.
+reconciler (``reconcile.setup``), how a Lease is held in ``runtime.lease``. Called by ``cli`` (``run_operator``);
+returns the process exit code.
 
 Order of events, after controller-runtime's manager:
 1. probes start first, then /metrics, each on a thread of its own (the bound ports are logged), so kubelet sees a
@@ -14,7 +15,9 @@ Order of events, after controller-runtime's manager:
    nothing else ran. Losing the Lease (a renew round failed, or someone else holds it) stops reconciling at once and
    the process exits non-zero, because a deposed leader must not write;
 4. SIGTERM/SIGINT: stop taking work, let in-flight reconciles finish within the drain timeout, release the Lease so
-   a standby takes over within about one retry period, close the client, exit 0.
+   a standby takes over within about one retry period, cancel the informers, close the clients, stop the endpoints,
+   exit 0. Every part is registered on one ``AsyncExitStack`` as it starts, so shutdown is the start in reverse and
+   a part that failed to start leaves nothing of the parts before it running.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ import os
 import signal
 import socket
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Coroutine
+from dataclasses import dataclass
 from typing import Any
 
 from webserver_operator import __version__
@@ -34,17 +38,17 @@ from webserver_operator.core.settings import parse_bind_address
 from webserver_operator.kube.client import KubeClient
 from webserver_operator.kube.config import load_configuration
 from webserver_operator.manager.endpoints import ProbeServer
-from webserver_operator.manager.leader import LeaderElector
 from webserver_operator.manager.metrics_server import MetricsServer
 from webserver_operator.manager.probes import Heartbeat, Probes, cache_synced, watches_running
 from webserver_operator.manager.settings import Settings
 from webserver_operator.reconcile.setup import setup_webserver_controller
 from webserver_operator.runtime.cache import InformerCache
 from webserver_operator.runtime.controller import Controller
+from webserver_operator.runtime.lease import Lease
 
 log = logging.getLogger(__name__)
 
-#: The elector sends one request at a time; a second connection covers a release racing a renewal.
+#: A Lease sends one request at a time; a second connection covers a release racing a renewal.
 _LEASE_POOL_SIZE = 2
 
 _EXIT_OK = 0
@@ -67,21 +71,27 @@ def _identity() -> str:
     return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
 
 
+@dataclass(frozen=True)
+class _Parts:
+    """What ``_build`` started: the informer cache, the controller, and the leader Lease when election is on."""
+
+    cache: InformerCache
+    controller: Controller
+    lease: Lease | None
+
+
 class Operator:
     """One operator process. ``await Operator(settings).run()`` returns the exit code."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.stop_requested = asyncio.Event()
-        self.probe_server: ProbeServer | None = None
-        self.metrics_server: MetricsServer | None = None
-        self.api: KubeClient | None = None
-        self.lease_api: KubeClient | None = None
-        self._clients: list[KubeClient] = []
-        self.cache: InformerCache | None = None
-        self.controller: Controller | None = None
-        self.elector: LeaderElector | None = None
-        self._tasks: list[asyncio.Task[Any]] = []
+        self._health_port: int | None = None
+
+    @property
+    def health_port(self) -> int | None:
+        """The port the health probes are served on, once they are (``None`` before)."""
+        return self._health_port
 
     def request_stop(self) -> None:
         if not self.stop_requested.is_set():
@@ -89,105 +99,106 @@ class Operator:
         self.stop_requested.set()
 
     async def run(self) -> int:
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                probes = self._start_endpoints(stack)
+                parts = await self._build(stack, probes)
+                return await self._sync_acquire_and_lead(parts)
+        finally:
+            log.info("stopped")
+
+    def _start_endpoints(self, stack: contextlib.AsyncExitStack) -> Probes:
+        """The loop heartbeat, probes, then /metrics, each server on a thread of its own; the ports go into the log."""
         s = self.settings
         heartbeat = Heartbeat()
-        self._tasks.append(asyncio.create_task(heartbeat.run(), name="heartbeat"))
+        _background(stack, heartbeat.run(), name="heartbeat")
         probes = Probes()
         probes.liveness["event-loop"] = lambda: heartbeat.check(max_lag=s.server.max_loop_lag)
-        try:
-            self._start_endpoints(probes)
-            return await self._run_with_probes(probes)
-        finally:
-            await self._shutdown()
-
-    def _start_endpoints(self, probes: Probes) -> None:
-        """Probes, then /metrics, each on a thread of its own; the bound ports go into the first log line."""
-        s = self.settings
-        self.probe_server = ProbeServer(probes, health_bind=parse_bind_address(s.server.health_probe_bind_address))
-        self.probe_server.start()
+        probe_server = ProbeServer(probes, health_bind=parse_bind_address(s.server.health_probe_bind_address))
+        probe_server.start()
+        stack.callback(probe_server.stop)
+        self._health_port = probe_server.health_port
         metrics_port, metrics_scheme = None, None
         if s.server.metrics_enabled:
-            self.metrics_server = MetricsServer(server=s.server, client=s.client)
-            metrics_port, metrics_scheme = self.metrics_server.start(), self.metrics_server.scheme
+            metrics_server = MetricsServer(server=s.server, client=s.client)
+            metrics_port, metrics_scheme = metrics_server.start(), metrics_server.scheme
+            stack.callback(metrics_server.stop)
         log.info(
             "webserver-operator %s: health probes on port %d, metrics on %s",
             __version__,
-            self.probe_server.health_port,
+            probe_server.health_port,
             f"{metrics_scheme} port {metrics_port}" if metrics_port is not None else "(disabled)",
             extra={
-                "health_port": self.probe_server.health_port,
+                "health_port": probe_server.health_port,
                 "metrics_port": metrics_port,
                 "metrics_scheme": metrics_scheme,
             },
         )
+        return probes
 
-    async def _run_with_probes(self, probes: Probes) -> int:
-        await self._build(probes)
-        return await self._sync_elect_and_run()
+    async def _build(self, stack: contextlib.AsyncExitStack, probes: Probes) -> _Parts:
+        """Clients, informer cache, the leader Lease and the controller (declared by ``reconcile.setup``).
 
-    async def _build(self, probes: Probes) -> None:
-        """Client, informer cache and controller (declared by ``reconcile.setup``); informers start on every replica."""
+        Informers start on every replica. Three connection pools: requests (reconcile writes, Events), watches (each
+        holds a connection for minutes; uncapped) and the Lease (never queued behind anything). See
+        ``KubeClient.create``.
+        """
         s = self.settings
         configuration = await load_configuration(kubeconfig=s.client.kubeconfig, context=s.client.context)
-        # Three connection pools: requests (reconcile writes, Events), watches (each holds a connection for minutes;
-        # uncapped) and the Lease (never queued behind anything). See KubeClient.create.
-        self.api = api = await KubeClient.create(configuration, settings=s.client)
-        self._clients.append(api)
-        watch_api = await KubeClient.create(
-            configuration, settings=s.client, watch_read_timeout=s.watch.read_timeout, pool_size=0
-        )
-        self._clients.append(watch_api)
-        self.lease_api = await KubeClient.create(configuration, settings=s.client, pool_size=_LEASE_POOL_SIZE)
-        self._clients.append(self.lease_api)
+
+        async def client(**options: Any) -> KubeClient:
+            created = await KubeClient.create(configuration, settings=s.client, **options)
+            stack.push_async_callback(created.close)
+            return created
+
+        api = await client()
+        watch_api = await client(watch_read_timeout=s.watch.read_timeout, pool_size=0)
+        lease_api = await client(pool_size=_LEASE_POOL_SIZE)
         log.info(
             "connected to %s; watching %s",
             api.host,
             ", ".join(s.watch.namespaces) if s.watch.namespaces else "all namespaces",
         )
-        self.cache = cache = InformerCache(watch_api, s.watch)
+        cache = InformerCache(watch_api, s.watch)
         writer = api.without_retries()
-        if s.leader_election.leader_elect:
-            self.elector = self._elector(self.lease_api)
-            writer = writer.gated(self.elector.fence.why_not)
-        self.controller = setup_webserver_controller(cache, api=writer, settings=s.controller)
+        lease = self._leader_lease(lease_api) if s.leader_election.leader_elect else None
+        if lease is not None:
+            writer = writer.gated(lease.fence.why_not)
+        controller = setup_webserver_controller(cache, api=writer, settings=s.controller)
         for name, group in cache.groups.items():
             probes.liveness[f"watch-{name}"] = watches_running(group)
             probes.readiness[f"cache-{name}"] = cache_synced(group, name)
-        self._tasks.append(asyncio.create_task(cache.run(), name="informers"))
+        _background(stack, cache.run(), name="informers")
+        if lease is not None:
+            stack.push_async_callback(lease.release)  # first thing on the way out: the drain has ended by then
+        return _Parts(cache=cache, controller=controller, lease=lease)
 
-    def _elector(self, lease_api: KubeClient) -> LeaderElector:
+    def _leader_lease(self, lease_api: KubeClient) -> Lease:
         election = self.settings.leader_election
-        return LeaderElector(
+        return Lease(
             lease_api,
-            lease_name=election.leader_election_id,
-            lease_namespace=election.leader_election_namespace or _pod_namespace() or "default",
+            name=election.leader_election_id,
+            namespace=election.leader_election_namespace or _pod_namespace() or "default",
             identity=_identity(),
-            lease_duration=election.lease_duration,
-            renew_deadline=election.renew_deadline,
-            retry_period=election.retry_period,
+            settings=self.settings.lease,
         )
 
-    async def _sync_elect_and_run(self) -> int:
-        s = self.settings
-        api, controller = self.api, self.controller
-        assert api is not None and controller is not None  # noqa: PT018 - set by _build
-        if not await self._until_stopped(self._all_synced()):
-            return _EXIT_OK
-        hold: asyncio.Task[None] | None = None
-        if self.elector is not None:
-            if not await self._until_stopped(self.elector.acquire()):
-                return _EXIT_OK
-            hold = asyncio.create_task(self.elector.hold(), name="leader-election-hold")
-
-        return await lead(
-            controller, hold=hold, stop_requested=self.stop_requested, drain_timeout=s.controller.drain_timeout
-        )
-
-    async def _all_synced(self) -> None:
-        assert self.cache is not None
+    async def _sync_acquire_and_lead(self, parts: _Parts) -> int:
         log.info("waiting for caches to sync")
-        await self.cache.synced()
+        if not await self._until_stopped(parts.cache.synced()):
+            return _EXIT_OK
         log.info("caches synced")
+        hold: asyncio.Task[None] | None = None
+        if parts.lease is not None:
+            if not await self._until_stopped(parts.lease.acquire()):
+                return _EXIT_OK
+            hold = asyncio.create_task(parts.lease.hold(), name="leader-election-hold")
+        return await lead(
+            parts.controller,
+            hold=hold,
+            stop_requested=self.stop_requested,
+            drain_timeout=self.settings.controller.drain_timeout,
+        )
 
     async def _until_stopped(self, awaitable: Awaitable[None]) -> bool:
         """Await ``awaitable`` unless a stop is requested first; False when stopped."""
@@ -202,19 +213,16 @@ class Operator:
         await asyncio.gather(task, return_exceptions=True)
         return False
 
-    async def _shutdown(self) -> None:
-        if self.elector is not None:
-            await self.elector.release()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        for client in self._clients:
-            await client.close()
-        if self.metrics_server is not None:
-            self.metrics_server.stop()
-        if self.probe_server is not None:
-            self.probe_server.stop()
-        log.info("stopped")
+
+def _background(stack: contextlib.AsyncExitStack, coro: Coroutine[Any, Any, None], *, name: str) -> None:
+    """Run ``coro`` as a task that the exit stack cancels (and awaits) on the way out."""
+    task = asyncio.create_task(coro, name=name)
+
+    async def cancel() -> None:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    stack.push_async_callback(cancel)
 
 
 async def lead(
