@@ -44,7 +44,6 @@ __all__ = [
     "LEADER_ELECTION_MASTER_STATUS",
     "MANAGED_WEBSERVERS",
     "MAX_CONCURRENT_RECONCILES",
-    "RECONCILE_BUCKETS",
     "RECONCILE_ERRORS",
     "RECONCILE_TIME",
     "RECONCILE_TOTAL",
@@ -57,7 +56,6 @@ __all__ = [
     "WATCH_RESTARTS",
     "WEBSERVER_READY",
     "WORKQUEUE_ADDS",
-    "WORKQUEUE_BUCKETS",
     "WORKQUEUE_DEPTH",
     "WORKQUEUE_LONGEST_RUNNING_PROCESSOR",
     "WORKQUEUE_QUEUE_DURATION",
@@ -79,14 +77,14 @@ GCCollector(registry=REGISTRY)
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 #: controller-runtime's reconcile_time_seconds buckets (also its rest_client_request_duration_seconds buckets).
-RECONCILE_BUCKETS: tuple[float, ...] = (
+_RECONCILE_BUCKETS: tuple[float, ...] = (
     0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0,
     1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0, 25.0, 30.0, 40.0, 50.0,
     60.0,
 )  # fmt: skip
 
 #: controller-runtime's workqueue buckets: prometheus.ExponentialBuckets(10e-9, 10, 12).
-WORKQUEUE_BUCKETS: tuple[float, ...] = (1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 0.1, 1.0, 10.0, 100.0, 1000.0)
+_WORKQUEUE_BUCKETS: tuple[float, ...] = (1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 0.1, 1.0, 10.0, 100.0, 1000.0)
 
 # --- controller-runtime: controller --------------------------------------------------------------------------------
 
@@ -112,7 +110,7 @@ RECONCILE_TIME = Histogram(
     "controller_runtime_reconcile_time_seconds",
     "Length of time per reconciliation per controller",
     ["controller"],
-    buckets=RECONCILE_BUCKETS,
+    buckets=_RECONCILE_BUCKETS,
     registry=REGISTRY,
 )
 MAX_CONCURRENT_RECONCILES = Gauge(
@@ -138,14 +136,14 @@ WORKQUEUE_QUEUE_DURATION = Histogram(
     "workqueue_queue_duration_seconds",
     "How long in seconds an item stays in workqueue before being requested",
     ["controller", "name"],
-    buckets=WORKQUEUE_BUCKETS,
+    buckets=_WORKQUEUE_BUCKETS,
     registry=REGISTRY,
 )
 WORKQUEUE_WORK_DURATION = Histogram(
     "workqueue_work_duration_seconds",
     "How long in seconds processing an item from workqueue takes.",
     ["controller", "name"],
-    buckets=WORKQUEUE_BUCKETS,
+    buckets=_WORKQUEUE_BUCKETS,
     registry=REGISTRY,
 )
 WORKQUEUE_RETRIES = Counter(
@@ -177,7 +175,7 @@ REST_CLIENT_REQUEST_DURATION = Histogram(
     "rest_client_request_duration_seconds",
     "Request latency in seconds. Broken down by verb and host.",
     ["verb", "host"],
-    buckets=RECONCILE_BUCKETS,
+    buckets=_RECONCILE_BUCKETS,
     registry=REGISTRY,
 )
 

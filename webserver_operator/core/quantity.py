@@ -31,7 +31,7 @@ _QUANTITY = re.compile(
 
 # Enough digits for the largest and smallest amounts the grammar can express, so no result is ever rounded.
 _CONTEXT = decimal.Context(prec=100, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
-NANO = decimal.Decimal("1e-9")
+_NANO = decimal.Decimal("1e-9")
 """The finest amount any quantity keeps (``resource.ParseQuantity``)."""
 MILLI = decimal.Decimal("1e-3")
 """The finest amount a pod's resource list keeps (``SetDefaults_ResourceList``)."""
@@ -63,7 +63,7 @@ def parse_quantity(q: int | str) -> decimal.Decimal:
         raise ValueError(f"invalid quantity {q!r}: exponent out of range") from exc
 
 
-def stored_amount(q: int | str, *, resolution: decimal.Decimal = NANO) -> decimal.Decimal:
+def _stored_amount(q: int | str, *, resolution: decimal.Decimal = _NANO) -> decimal.Decimal:
     """The amount the API server stores for ``q``: what an object read back holds after ``q`` was written.
 
     As ``resource.ParseQuantity`` in k8s.io/apimachinery: a non-zero amount finer than ``resolution`` is rounded up
@@ -82,14 +82,14 @@ def stored_amount(q: int | str, *, resolution: decimal.Decimal = NANO) -> decima
     return -magnitude if amount < 0 else magnitude
 
 
-def quantities_equal(a: int | str, b: int | str, *, resolution: decimal.Decimal = NANO) -> bool:
+def quantities_equal(a: int | str, b: int | str, *, resolution: decimal.Decimal = _NANO) -> bool:
     """Whether two quantities are stored as the same amount (``"0.5"`` == ``"500m"``, ``"0.5n"`` == ``"1n"``).
 
-    Compared the way the API server normalises (``stored_amount``), so a value it rewrites never looks like drift.
+    Compared the way the API server normalises (``_stored_amount``), so a value it rewrites never looks like drift.
     Values that do not parse (which the CRD schema and the API server both reject) compare by plain equality, so a
     comparison never raises.
     """
     try:
-        return stored_amount(a, resolution=resolution) == stored_amount(b, resolution=resolution)
+        return _stored_amount(a, resolution=resolution) == _stored_amount(b, resolution=resolution)
     except ValueError:
         return a == b

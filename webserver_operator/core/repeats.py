@@ -16,11 +16,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["RepeatedFailure", "Report"]
+__all__ = ["RepeatedFailure"]
 
 
 @dataclass(frozen=True)
-class Report:
+class _Report:
     """How to log this occurrence: at ``level``; ``repeats`` occurrences were logged at debug since the last warning."""
 
     level: int
@@ -44,15 +44,15 @@ class RepeatedFailure:
         self._warned_at = 0.0
         self._repeats = 0
 
-    def failed(self, text: str) -> Report:
+    def failed(self, text: str) -> _Report:
         """Count one occurrence of the failure ``text``."""
         now = self._clock()
         if text != self._text or now - self._warned_at >= self._every:
-            report = Report(logging.WARNING, self._repeats if text == self._text else 0)
+            report = _Report(logging.WARNING, self._repeats if text == self._text else 0)
             self._text, self._warned_at, self._repeats = text, now, 0
             return report
         self._repeats += 1
-        return Report(logging.DEBUG, self._repeats)
+        return _Report(logging.DEBUG, self._repeats)
 
     def succeeded(self) -> bool:
         """The operation worked; True when it had been failing (worth an info line saying it recovered)."""

@@ -35,15 +35,15 @@ _WATCH_READ_GRACE_SECONDS = 30.0
 #: stalled together (one network fault) do not reconnect in lock step.
 DEFAULT_STALL_TIMEOUT_RANGE = (90.0, 120.0)
 #: Below this a stall timeout restarts watches in a loop (0.01 s opened about 100 watches a second per informer).
-MIN_STALL_TIMEOUT = 1.0
+_MIN_STALL_TIMEOUT = 1.0
 #: The smallest ``--max-loop-lag``: the loop heartbeat ticks every 0.5 s (``manager.probes.Heartbeat``), and a lag
 #: limit close to that tick fails liveness on an ordinary busy moment; kubelet then restarts a healthy process.
 MIN_MAX_LOOP_LAG = 2.0
 #: A Lease candidate waits ``retry_period`` up to this fraction longer between attempts (client-go's JitterFactor).
-LEASE_RETRY_JITTER = 0.2
+_LEASE_RETRY_JITTER = 0.2
 
 
-def check_namespace_name(value: str) -> str:
+def _check_namespace_name(value: str) -> str:
     """``value`` if it is a namespace name (a DNS-1123 label), else ValueError saying what one looks like."""
     if not _NAMESPACE_RE.fullmatch(value) or len(value) > 63:
         raise ValueError(
@@ -113,14 +113,14 @@ class WatchSettings(_Section):
     @field_validator("namespaces")
     @classmethod
     def _valid_namespaces(cls, value: list[str]) -> list[str]:
-        return sorted({check_namespace_name(ns) for ns in value if ns})
+        return sorted({_check_namespace_name(ns) for ns in value if ns})
 
     @field_validator("watch_stall_timeout")
     @classmethod
     def _stall_floor(cls, value: float | None) -> float | None:
-        if value is not None and not (math.isfinite(value) and value >= MIN_STALL_TIMEOUT):
+        if value is not None and not (math.isfinite(value) and value >= _MIN_STALL_TIMEOUT):
             raise ValueError(
-                f"must be a number of seconds of at least {MIN_STALL_TIMEOUT:g}: a shorter stall timeout restarts "
+                f"must be a number of seconds of at least {_MIN_STALL_TIMEOUT:g}: a shorter stall timeout restarts "
                 "watches in a loop. The API server sends a bookmark about every 60 s on a quiet watch, so leave it "
                 f"unset (default {DEFAULT_STALL_TIMEOUT_RANGE[0]:g}-{DEFAULT_STALL_TIMEOUT_RANGE[1]:g} s) or keep "
                 "it above 60"
@@ -182,12 +182,12 @@ class LeaseSettings(_Section):
 
     @property
     def retry_backoff(self) -> BackoffPolicy:
-        """The wait between two claim attempts: ``retry_period``, up to ``LEASE_RETRY_JITTER`` longer.
+        """The wait between two claim attempts: ``retry_period``, up to ``_LEASE_RETRY_JITTER`` longer.
 
         As client-go's ``wait.JitterUntil(retryPeriod, 1.2)``, so candidates started together do not poll in lock step.
         """
-        longest = self.retry_period * (1 + LEASE_RETRY_JITTER)
-        return BackoffPolicy(base=longest, cap=longest, jitter=LEASE_RETRY_JITTER / (1 + LEASE_RETRY_JITTER))
+        longest = self.retry_period * (1 + _LEASE_RETRY_JITTER)
+        return BackoffPolicy(base=longest, cap=longest, jitter=_LEASE_RETRY_JITTER / (1 + _LEASE_RETRY_JITTER))
 
     @property
     def release_timeout(self) -> float:
@@ -204,7 +204,7 @@ class LeaseSettings(_Section):
         if not self.retry_backoff.cap < self.renew_deadline:
             raise ValueError(
                 f"retry_period ({self.retry_period}s) must be shorter than renew_deadline ({self.renew_deadline}s) "
-                f"by more than its {LEASE_RETRY_JITTER:.0%} jitter, or a single slow renewal would cost the lease"
+                f"by more than its {_LEASE_RETRY_JITTER:.0%} jitter, or a single slow renewal would cost the lease"
             )
         return self
 
@@ -233,7 +233,7 @@ class LeaderElectionSettings(_Section):
     @field_validator("leader_election_namespace")
     @classmethod
     def _lease_namespace(cls, value: str | None) -> str | None:
-        return None if value is None else check_namespace_name(value)
+        return None if value is None else _check_namespace_name(value)
 
 
 class ServerSettings(_Section):

@@ -33,13 +33,13 @@ from webserver_operator.core.settings import (
     WatchSettings,
 )
 
-ENV_PREFIX = "WEBSERVER_OPERATOR_"
+_ENV_PREFIX = "WEBSERVER_OPERATOR_"
 
 
 class Settings(BaseSettings):
     """Everything ``webserver-operator run`` can be told, as a tree of sections (see ``core.settings``)."""
 
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True)
+    model_config = SettingsConfigDict(env_prefix=_ENV_PREFIX, extra="forbid", frozen=True)
 
     client: ClientSettings = Field(default_factory=ClientSettings)
     watch: WatchSettings = Field(default_factory=WatchSettings)
@@ -104,9 +104,9 @@ class _FlatEnvironment(PydanticBaseSettingsSource):
 
     def __call__(self) -> dict[str, Any]:
         return {
-            name: os.environ[ENV_PREFIX + name.upper()]
+            name: os.environ[_ENV_PREFIX + name.upper()]
             for name in _SECTION_OF
-            if os.environ.get(ENV_PREFIX + name.upper(), "") != ""
+            if os.environ.get(_ENV_PREFIX + name.upper(), "") != ""
         }
 
 
@@ -137,7 +137,7 @@ def _default_text(field: FieldInfo) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add one flag per setting; defaults stay None so only flags actually given override the environment."""
     for name, field in setting_fields().items():
-        env = ENV_PREFIX + name.upper()
+        env = _ENV_PREFIX + name.upper()
         help_text = f"{field.description}{_default_text(field)} [env {env}]"
         if field.annotation is bool:
             parser.add_argument(_flag(name), dest=name, action=argparse.BooleanOptionalAction, help=help_text)
@@ -157,7 +157,7 @@ def load_settings(args: argparse.Namespace | None = None) -> Settings:
         for problem in err.errors():
             loc = [str(part) for part in problem["loc"]]
             name = next((part for part in reversed(loc) if part in _SECTION_OF), "")
-            where = f"{name} ({_flag(name)} / {ENV_PREFIX}{name.upper()})" if name else f"settings ({'.'.join(loc)})"
+            where = f"{name} ({_flag(name)} / {_ENV_PREFIX}{name.upper()})" if name else f"settings ({'.'.join(loc)})"
             message = str(problem["msg"]).removeprefix("Value error, ")
             lines.append(f"invalid setting {where}: {message} (got {problem.get('input')!r})")
         raise SettingsError("\n".join(lines)) from None

@@ -20,10 +20,10 @@ from webserver_operator.kube.errors import ApiError, Forbidden, Invalid, ServerE
 
 #: A problem only a person can fix is re-checked slowly (15 s doubling to 5 min): the cause may clear without any
 #: event we watch (the foreign object is deleted, a permission is granted).
-NEEDS_A_PERSON = BackoffPolicy(base=15.0, cap=300.0)
+_NEEDS_A_PERSON = BackoffPolicy(base=15.0, cap=300.0)
 #: A nodePort held by a Service we do not watch (label-filtered cache): freed without any event we see, so looked
 #: at again within seconds.
-PORT_TAKEN = BackoffPolicy(base=5.0, cap=30.0)
+_PORT_TAKEN = BackoffPolicy(base=5.0, cap=30.0)
 #: Children of a deleted WebServer of the same name: the garbage collector removes them within seconds.
 GARBAGE_COLLECTION = BackoffPolicy(base=1.0, cap=2.0)
 #: Quick rechecks of such children before waiting becomes a problem for a person (about a minute at the cap).
@@ -45,7 +45,7 @@ class Problem(Exception):
         *,
         event_reason: str | None = None,
         stalled: bool = True,
-        recheck: BackoffPolicy = NEEDS_A_PERSON,
+        recheck: BackoffPolicy = _NEEDS_A_PERSON,
     ) -> None:
         super().__init__(message)
         self.reason = reason
@@ -93,7 +93,7 @@ def from_api_error(err: ApiError, *, kind: str, name: str, verb: str) -> Problem
         else:
             message = f"the API server rejected the {kind} update: {err.message}"
         port_taken = kind == "Service" and "already allocated" in err.message
-        return Problem(f"{kind}Invalid", message, recheck=PORT_TAKEN if port_taken else NEEDS_A_PERSON)
+        return Problem(f"{kind}Invalid", message, recheck=_PORT_TAKEN if port_taken else _NEEDS_A_PERSON)
     if isinstance(err, Forbidden):
         return Problem(f"{kind}Forbidden", f"cannot {verb} {kind} {name}: {err}")
     return None

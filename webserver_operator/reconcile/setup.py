@@ -31,7 +31,7 @@ from webserver_operator.runtime.cache import InformerCache
 from webserver_operator.runtime.controller import Controller
 from webserver_operator.runtime.enqueue import keys_on_delete
 
-CONTROLLER_NAME = "webserver"
+_CONTROLLER_NAME = "webserver"
 _CONDITION_STATUSES = ("True", "False", "Unknown")
 
 
@@ -81,7 +81,7 @@ def setup_webserver_controller(cache: InformerCache, *, api: ApiRequests, settin
 
     webservers.add_handler(bookkeeping)
     controller = (
-        ControllerBuilder(CONTROLLER_NAME, cache, settings)
+        ControllerBuilder(_CONTROLLER_NAME, cache, settings)
         .for_(WEBSERVERS)
         .owns(DEPLOYMENTS, label_selector=CHILD_LABEL_SELECTOR, orphans=orphan_of)
         .owns(SERVICES, label_selector=CHILD_LABEL_SELECTOR, orphans=orphan_of)

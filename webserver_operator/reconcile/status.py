@@ -29,8 +29,8 @@ from webserver_operator.reconcile.conditions import ConditionDict, format_time, 
 from webserver_operator.reconcile.problems import Problem
 
 READY: Final = "Ready"
-RECONCILING: Final = "Reconciling"
-STALLED: Final = "Stalled"
+_RECONCILING: Final = "Reconciling"
+_STALLED: Final = "Stalled"
 #: Ready=False reasons that need a person (kstatus Failed), besides every stalled ``Problem``.
 _STALLED_REASONS: Final = frozenset({"ProgressDeadlineExceeded", "ReplicaFailure", "InvalidSpec"})
 
@@ -97,7 +97,7 @@ def _refused(obj: KubeObject, refusal: Refusal, *, now: datetime) -> dict[str, A
     return {
         **old,
         "observedGeneration": generation,
-        "conditions": with_kstatus_conditions(
+        "conditions": _with_kstatus_conditions(
             list(old.get("conditions") or []),
             _verdict("False", refusal.reason, refusal.message),
             stalled=True,
@@ -132,13 +132,13 @@ def compute_status(
         status["nodePort"] = node_port
     verdict = ready_verdict(ws, deployment=deployment, service=service, problem=problem)
     stalled = (problem is not None and problem.stalled) or verdict["reason"] in _STALLED_REASONS
-    status["conditions"] = with_kstatus_conditions(
+    status["conditions"] = _with_kstatus_conditions(
         _existing_conditions(ws), verdict, stalled=stalled, generation=ws.generation, now=now
     )
     return status
 
 
-def with_kstatus_conditions(
+def _with_kstatus_conditions(
     conditions: list[ConditionDict] | None,
     ready: ConditionDict,
     *,
@@ -159,8 +159,8 @@ def with_kstatus_conditions(
     result = list(conditions or [])
     for condition_type, value in (
         (READY, is_ready),
-        (RECONCILING, reconciling),
-        (STALLED, not is_ready and stalled),
+        (_RECONCILING, reconciling),
+        (_STALLED, not is_ready and stalled),
     ):
         result = set_condition(
             result,

@@ -320,8 +320,11 @@ async def test_stop_hooks_run_after_the_drain_with_the_time_left() -> None:
     order: list[str] = []
     given: list[float] = []
 
+    started = asyncio.Event()
+
     class Quick:
         async def reconcile(self, key: Key) -> Result:
+            started.set()
             await asyncio.sleep(0.05)
             order.append("reconciled")
             return Result()
@@ -336,7 +339,7 @@ async def test_stop_hooks_run_after_the_drain_with_the_time_left() -> None:
     task = asyncio.create_task(controller.run())
     await asyncio.sleep(0)
     controller.enqueue(A)
-    await eventually(lambda: reconciling("ctl-stop-hook") == 1)
+    await started.wait()
     assert await controller.stop(1.0) is True
     await asyncio.wait_for(task, 1)
     assert order == ["reconciled", "hook"]
