@@ -4,7 +4,7 @@ Why one module at the bottom: the reconciler, the controller runtime, the Leases
 read objects, key them, read caches and send requests. Declaring those shapes once, below every layer that uses
 them, means each has one definition to read and one place to change, and no layer needs to import a higher one to
 name a type. The Protocols are structural: ``kube.client.KubeClient`` satisfies ``ApiRequests`` and ``WatchApi``,
-``runtime.cache.Store`` and ``runtime.group.InformerGroup`` satisfy ``ObjectReader``, and so do the in-process fakes
+``runtime.store.Store`` and ``runtime.group.InformerGroup`` satisfy ``ObjectReader``, and so do the in-process fakes
 in ``tests/support``.
 
 Objects are decoded JSON, exactly as the API server serves them. Objects handed out by a cache are shared,

@@ -6,8 +6,8 @@ group answers ``get``/``list`` (the ``core.vocabulary.ObjectReader`` shape) by r
 informer of its namespace, and ``synced`` is set only once every member has listed, so readiness waits for the whole
 view.
 
-Built by ``runtime.builder.ControllerSpec.start_informers`` for each watched resource; the reconciler reads the
-group as its cache and the manager's probes read ``alive``/``has_synced``.
+Built by ``runtime.cache.InformerCache`` for each watched resource (and label selector); the reconciler reads the
+group as its cache and the manager's probes read ``died``/``has_synced``.
 """
 
 import asyncio
