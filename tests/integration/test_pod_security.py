@@ -18,8 +18,8 @@ import pytest
 from tests.support.cluster import Cluster
 from tests.support.pod_security import ALLOWED, BEYOND, Beyond
 from webserver_operator.api.models import WebServer
-from webserver_operator.builders import desired_deployment
 from webserver_operator.core.podsecurity import BASELINE_CAPABILITIES, baseline_violations
+from webserver_operator.desired import desired_deployment
 
 MOST_PERMISSIVE_SPEC: dict[str, Any] = {
     "image": "nginx:1.27",

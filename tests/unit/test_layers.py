@@ -1,6 +1,6 @@
 """The generic layers stay generic: no WebServer rule hides in the runtime or the API client as a string.
 
-import-linter forbids ``runtime`` and ``kube`` to import ``api``, ``builders`` or ``reconcile`` (pyproject.toml); a
+import-linter forbids ``runtime`` and ``kube`` to import ``api``, ``desired`` or ``reconcile`` (pyproject.toml); a
 rule can still be copied in as a literal (a label key, a kind, a message about WebServers), which is how
 ``runtime/enqueue.py`` once held its own copy of the instance label. This test reads every string in those packages
 that is not a docstring and fails on one that names the WebServer API or a label of this project.
@@ -45,4 +45,4 @@ def test_generic_layers_name_no_rule_of_this_project(package: str) -> None:
         for line, text in _strings(path)
         if any(word in text for word in PROJECT_WORDS)
     ]
-    assert not offending, "move these rules up to reconcile/ or builders/ and pass them in:\n" + "\n".join(offending)
+    assert not offending, "move these rules up to reconcile/ or desired.py and pass them in:\n" + "\n".join(offending)

@@ -1,4 +1,4 @@
 """Package marker.
 
-Imported by ``builders``, ``reconcile`` and ``cli manifests``; nothing is re-exported.
+Imported by ``desired``, ``reconcile`` and ``cli manifests``; nothing is re-exported.
 """

@@ -9,7 +9,7 @@ to one; Kubernetes-only schema keywords (``x-kubernetes-*``) travel in ``json_sc
 Field names are snake_case in Python and camelCase on the wire (``alias_generator``); always dump with
 ``by_alias=True, exclude_none=True`` when building JSON for the API server.
 
-Used by ``builders`` (desired children), ``reconcile`` (validation, status) and ``api.crd`` (the schema); hands on typed
+Used by ``desired`` (the children), ``reconcile`` (validation, status) and ``api.crd`` (the schema); hands on typed
 WebServers.
 """
 

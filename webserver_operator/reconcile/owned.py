@@ -28,9 +28,9 @@ Called by ``reconcile.reconciler`` for each child; hands ``(live, merged)`` on t
 import copy
 from typing import Any, Final
 
-from webserver_operator.builders.names import CONTAINER_NAME
 from webserver_operator.core.quantity import MILLI, quantities_equal
 from webserver_operator.core.vocabulary import KubeObject, controller_of
+from webserver_operator.desired import CONTAINER_NAME
 
 _DEFAULT_PROTOCOL: Final = "TCP"
 _DEFAULT_REPLICAS: Final = 1

@@ -37,8 +37,6 @@ from pydantic import ValidationError
 
 from webserver_operator import metrics
 from webserver_operator.api.models import WEBSERVERS, WebServer
-from webserver_operator.builders import child_name, desired_deployment, desired_service
-from webserver_operator.builders.labels import orphan_of
 from webserver_operator.core.jsondiff import Difference, compare
 from webserver_operator.core.podsecurity import PodSecurityLevel, baseline_violations
 from webserver_operator.core.resources import DEPLOYMENTS, SERVICES, Resource
@@ -51,6 +49,7 @@ from webserver_operator.core.vocabulary import (
     api_group,
     controller_of,
 )
+from webserver_operator.desired import child_name, desired_deployment, desired_service, orphan_of
 from webserver_operator.kube.client import FIELD_MANAGER
 from webserver_operator.kube.errors import ApiError, Conflict, NotFound, TransportError
 from webserver_operator.reconcile.events import EventRecorder
@@ -85,7 +84,7 @@ class _Child:
         return self.resource.kind
 
     def path(self, ws: WebServer) -> str:
-        """The REST path of ``ws``'s child of this kind (named by ``builders.child_name``)."""
+        """The REST path of ``ws``'s child of this kind (named by ``desired.child_name``)."""
         return self.resource.path(namespace=ws.namespace, name=child_name(ws))
 
 

@@ -18,11 +18,10 @@ import contextlib
 
 from webserver_operator import metrics
 from webserver_operator.api.models import WEBSERVERS
-from webserver_operator.builders import CHILD_LABEL_SELECTOR
-from webserver_operator.builders.labels import orphan_of
 from webserver_operator.core.resources import DEPLOYMENTS, SERVICES
 from webserver_operator.core.settings import ControllerSettings
 from webserver_operator.core.vocabulary import ApiRequests, EventType, KubeObject
+from webserver_operator.desired import CHILD_LABEL_SELECTOR, orphan_of
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.reconciler import Caches, WebServerReconciler
 from webserver_operator.reconcile.status import READY

@@ -22,9 +22,8 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from webserver_operator.api.models import WebServer
-from webserver_operator.builders.labels import selector_string
-from webserver_operator.builders.names import PORT_NAME
 from webserver_operator.core.vocabulary import KubeObject
+from webserver_operator.desired import PORT_NAME, selector_string
 from webserver_operator.reconcile.conditions import ConditionDict, format_time, parse_time, set_condition
 from webserver_operator.reconcile.problems import Problem
 

@@ -9,7 +9,7 @@ owner served as ``v1beta1`` later.
 
 Unlike controller-runtime, a child with no controller reference at all can still wake a would-be owner: the
 controller passes its orphan rule (``orphans``: which owner name an orphan belongs to; this project's is
-``builders.labels.orphan_of``), so an orphan left by ``kubectl delete --cascade=orphan`` reaches the owner that will
+``desired.orphan_of``), so an orphan left by ``kubectl delete --cascade=orphan`` reaches the owner that will
 adopt it. A child controlled by someone else never wakes us that way. Nothing here knows a label of its own.
 
 Used by ``runtime.builder`` (For, Owns, Watches); what they return goes to ``WorkQueue.add``.

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from webserver_operator.api.models import API_VERSION, WebServer
-from webserver_operator.builders import desired_deployment, desired_service, owner_reference
 from webserver_operator.core.jsondiff import compare
+from webserver_operator.desired import desired_deployment, desired_service, owner_reference
 from webserver_operator.reconcile.owned import merge_owned_deployment, merge_owned_service, selector_mismatch
 
 

@@ -16,10 +16,10 @@ import pytest
 from tests.support.fake_api import FakeApi, status_error
 from webserver_operator import metrics
 from webserver_operator.api.models import WEBSERVERS
-from webserver_operator.builders import child_labels
 from webserver_operator.core.podsecurity import PodSecurityLevel
 from webserver_operator.core.resources import DEPLOYMENTS, EVENTS, SERVICES
 from webserver_operator.core.vocabulary import KubeObject, KubeObjects, ObjectKey
+from webserver_operator.desired import child_labels
 from webserver_operator.kube.errors import Conflict, ServerError
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.reconciler import Caches, WebServerReconciler

@@ -1,20 +1,20 @@
-"""Builders: the exact objects a WebServer turns into."""
+"""The desired children: the exact objects a WebServer turns into."""
 
 from typing import Any
 
 import pytest
 
 from webserver_operator.api.models import API_VERSION, WebServer
-from webserver_operator.builders import (
+from webserver_operator.desired import (
     CHILD_LABEL_SELECTOR,
     child_labels,
     desired_deployment,
     desired_service,
+    orphan_of,
     owner_reference,
     selector_labels,
     selector_string,
 )
-from webserver_operator.builders.labels import orphan_of
 
 
 def make_ws(metadata: dict[str, Any] | None = None, **spec: Any) -> WebServer:
