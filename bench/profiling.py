@@ -27,15 +27,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.audit import AuditLog
-from bench.cluster import ROOT, BenchCluster, nodes_for
-from bench.kubeapi import Api, load_endpoint
+from bench.cluster import BenchCluster, admin_api, nodes_for
 from bench.procstat import rss_mb
 from bench.progress import say
 from bench.scenarios import Config, Context, bulk_create, start_operator
 from bench.systems import OperatorSpec, operator_spec
 from bench.tracker import Tracker
 from bench.workload import NAMESPACE, PROBE, path, webserver
+from harness.audit import AuditLog
+from harness.paths import ROOT
 
 Result = dict[str, Any]
 _FRAME = re.compile(r"^(?P<func>.*) \((?P<file>[^():]+)(?::(?P<line>\d+))?\)$")
@@ -146,7 +146,7 @@ async def _with_cluster(n: int, label: str, body: Any) -> Result:
     say(f"{label}: fresh cluster with {cluster.nodes} kwok node(s)")
     cluster.up(NAMESPACE)
     try:
-        async with Api(load_endpoint(cluster.kubeconfig)) as api:
+        async with admin_api(cluster.kubeconfig) as api:
             tracker = Tracker(api, NAMESPACE)
             await tracker.start()
             try:
@@ -154,7 +154,7 @@ async def _with_cluster(n: int, label: str, body: Any) -> Result:
                     api=api,
                     tracker=tracker,
                     cluster=cluster,
-                    audit=AuditLog(cluster.audit_log),
+                    audit=AuditLog(cluster.audit_log, keep=False),
                     control_plane=cluster.control_plane(),
                     config=Config(n=n, replicas=1),
                     label=label,

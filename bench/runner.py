@@ -16,15 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.audit import AuditLog
-from bench.cluster import BenchCluster, node_port_range_for, nodes_for
-from bench.kubeapi import Api, load_endpoint
+from bench.cluster import BenchCluster, admin_api, node_port_range_for, nodes_for
 from bench.progress import say
 from bench.raw import raw_run
 from bench.scenarios import SCENARIOS, Config, Context, operator_run
 from bench.systems import OPERATORS, operator_spec
 from bench.tracker import Tracker
 from bench.workload import NAMESPACE
+from harness.audit import AuditLog
 
 Result = dict[str, Any]
 
@@ -63,7 +62,7 @@ async def one_run(system: str, config: Config, *, label: str, log_dir: Path, con
     result: Result = {"system": system, "n": config.n, "replicas": config.replicas, "loadavg_before": loadavg()}
     try:
         cluster.up(NAMESPACE)
-        async with Api(load_endpoint(cluster.kubeconfig)) as api:
+        async with admin_api(cluster.kubeconfig) as api:
             tracker = Tracker(api, NAMESPACE)
             await tracker.start()
             try:
@@ -71,7 +70,7 @@ async def one_run(system: str, config: Config, *, label: str, log_dir: Path, con
                     api=api,
                     tracker=tracker,
                     cluster=cluster,
-                    audit=AuditLog(cluster.audit_log),
+                    audit=AuditLog(cluster.audit_log, keep=False),
                     control_plane=cluster.control_plane(),
                     config=config,
                     label=label,

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cluster import ROOT, Cluster
-from tests.support.operator import OperatorProcess
+from harness.operator import OperatorProcess
+from harness.paths import ROOT
+from tests.support.cluster import Cluster
 
 CRD_FILE = ROOT / "config" / "crd" / "bases" / "web.webserver-operator.dev_webservers.yaml"
 

@@ -26,7 +26,8 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.cluster import HACK, Cluster, wait_until
+from harness.paths import HACK
+from tests.support.cluster import Cluster, wait_until
 from tests.support.webservers import webserver
 
 

@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 import yaml
 
+from harness.paths import ROOT
 from tests.support.chart import restricted_violations
-from tests.support.cluster import ROOT, Cluster
+from tests.support.cluster import Cluster
 from webserver_operator.api.crd import CRD_NAME
 
 IMG = "registry.example/team/webserver-operator:1.2.3"

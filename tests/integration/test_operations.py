@@ -20,9 +20,9 @@ from typing import Any
 
 import yaml
 
+from harness.operator import OperatorProcess
 from tests.support.chart import MANAGER_RULES, Rule
 from tests.support.cluster import Cluster, wait_until
-from tests.support.operator import OperatorProcess
 from tests.support.proxy import FreezableProxy
 from tests.support.webservers import wait_condition, wait_field, wait_ready, webserver
 from webserver_operator.core.settings import ClientSettings, ServerSettings, WatchSettings

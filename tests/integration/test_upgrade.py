@@ -35,9 +35,10 @@ from typing import Any
 
 import pytest
 
+from harness.operator import OperatorProcess
+from harness.paths import ROOT
 from tests.integration.conftest import CRD_FILE, apply_crd
-from tests.support.cluster import ROOT, Cluster, wait_until
-from tests.support.operator import OperatorProcess
+from tests.support.cluster import Cluster, wait_until
 from tests.support.upgrades import CHANGELOG, declared_template_changes, template_changes, undeclared
 from tests.support.webservers import wait_ready, webserver
 from webserver_operator.kube.client import FIELD_MANAGER

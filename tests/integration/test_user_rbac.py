@@ -26,8 +26,9 @@ from typing import Any
 import pytest
 import yaml
 
+from harness.paths import ROOT
 from tests.support.chart import GROUP, USER_ROLES, Rule, user_roles_of
-from tests.support.cluster import ROOT, Cluster, wait_until
+from tests.support.cluster import Cluster, wait_until
 from tests.support.rbac import can_i_list
 from tests.support.webservers import webserver
 

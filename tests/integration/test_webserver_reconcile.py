@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from harness.operator import OperatorProcess
 from tests.support.cluster import Cluster, wait_until
-from tests.support.operator import OperatorProcess
 from tests.support.webservers import (
     condition,
     events_for,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.cluster import tools_bin
+from harness.paths import tools_bin
 from tests.support.markers import require_tools_marker
 
 ROOT = Path(__file__).resolve().parents[2]

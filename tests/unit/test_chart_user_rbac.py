@@ -12,8 +12,8 @@ import subprocess
 import pytest
 import yaml
 
+from harness.paths import ROOT
 from tests.support.chart import FULLNAME, USER_ROLES, find, granted_of, kubectl_binary, render, user_roles_of
-from tests.support.cluster import ROOT
 
 pytestmark = pytest.mark.tools
 
