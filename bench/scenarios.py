@@ -18,21 +18,22 @@ the run goes on, so one slow system does not cost the whole benchmark.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench import apimetrics, checks
-from bench.cluster import BenchCluster
+from bench.cluster import BenchCluster, admin_api
 from bench.procstat import Meter, Usage, cpu_seconds, rss_mb
 from bench.progress import reporting, say
 from bench.stats import spread
 from bench.systems import OperatorSpec, start_system
 from bench.tracker import Milestone, Sequence, Tracker, wait_all
-from bench.workload import IMAGE_V2, MERGE, PROBE, create_webservers, patch_webservers, path, webserver
+from bench.workload import IMAGE_V2, MERGE, NAMESPACE, PROBE, create_webservers, patch_webservers, path, webserver
 from harness import audit
 from harness.audit import AuditLog
 from harness.kubeapi import KubeApi
@@ -72,6 +73,27 @@ class Context:
     config: Config
     label: str
     log_dir: Path
+
+
+@contextlib.asynccontextmanager
+async def open_context(cluster: BenchCluster, config: Config, *, label: str, log_dir: Path) -> AsyncIterator[Context]:
+    """The started cluster's client, tracker (list + watch running) and audit reader, for one system's run."""
+    async with admin_api(cluster.kubeconfig) as api:
+        tracker = Tracker(api, NAMESPACE)
+        await tracker.start()
+        try:
+            yield Context(
+                api=api,
+                tracker=tracker,
+                cluster=cluster,
+                audit=AuditLog(cluster.audit_log, keep=False),
+                control_plane=cluster.control_plane(),
+                config=config,
+                label=label,
+                log_dir=log_dir,
+            )
+        finally:
+            await tracker.stop()
 
 
 def slug(label: str) -> str:

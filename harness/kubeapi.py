@@ -174,7 +174,7 @@ class KubeApi:
             raise RuntimeError("KubeApi used outside `async with KubeApi(endpoint) as api`")
         return self._session
 
-    async def _send(
+    async def request(
         self,
         method: str,
         path: str,
@@ -183,7 +183,11 @@ class KubeApi:
         params: dict[str, str] | None = None,
         content_type: str = "application/json",
         seconds: float | None = None,
-    ) -> str:
+    ) -> Body:
+        """The decoded JSON response (``{"text": ...}`` for a plain-text answer such as /readyz's or /metrics').
+
+        ``ApiError`` for any HTTP error, timeout or connection failure; ``seconds`` overrides the client's default.
+        """
         data = None if body is None else json.dumps(body)
         headers = {"Content-Type": content_type} if body is not None else {}
         per_request = aiohttp.ClientTimeout(total=seconds) if seconds is not None else None
@@ -196,23 +200,6 @@ class KubeApi:
             raise ApiError(0, f"{type(err).__name__}: {err}", method=method, path=path) from err
         if resp.status >= 400:
             raise ApiError(resp.status, _server_message(text), method=method, path=path)
-        return text
-
-    async def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any = None,
-        params: dict[str, str] | None = None,
-        content_type: str = "application/json",
-        seconds: float | None = None,
-    ) -> Body:
-        """The decoded JSON response (``{"text": ...}`` for a plain-text answer such as /readyz's).
-
-        ``ApiError`` for any HTTP error, timeout or connection failure; ``seconds`` overrides the client's default.
-        """
-        text = await self._send(method, path, body=body, params=params, content_type=content_type, seconds=seconds)
         try:
             result: Body = json.loads(text) if text else {}
         except ValueError:
@@ -220,8 +207,8 @@ class KubeApi:
         return result
 
     async def text(self, path: str, *, seconds: float = 30) -> str:
-        """The body of a GET as it came (``/metrics``); ``ApiError`` as for ``request``."""
-        return await self._send("GET", path, seconds=seconds)
+        """The body of a GET that answers plain text (``/metrics``); ``ApiError`` as for ``request``."""
+        return str((await self.request("GET", path, seconds=seconds)).get("text", ""))
 
     async def get(self, path: str, **params: str) -> Body:
         return await self.request("GET", path, params=params or None)

@@ -28,7 +28,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from harness.paths import HACK
 from tests.support.cluster import Cluster, wait_until
-from tests.support.webservers import webserver
+from tests.support.factories import webserver
 
 
 def _free_port() -> int:

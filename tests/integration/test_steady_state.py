@@ -15,7 +15,8 @@ from pathlib import Path
 from harness.operator import OperatorProcess
 from harness.paths import HACK
 from tests.support.cluster import Cluster
-from tests.support.webservers import wait_field, wait_ready, webserver
+from tests.support.factories import webserver
+from tests.support.webservers import wait_field, wait_ready
 
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 
