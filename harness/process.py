@@ -66,14 +66,22 @@ class Process:
             self._reader.start()
 
     def _read(self) -> None:
+        """Hand on every line until the process closes its output, then close the log file.
+
+        The reader closes it, not ``stop()``: a process that exits on its own (a supervised replica) leaves nothing open.
+        """
         assert self.proc.stderr is not None
         assert self._on_line is not None
-        for line in self.proc.stderr:
+        try:
+            for line in self.proc.stderr:
+                if self._log is not None:
+                    self._log.write(line)
+                    self._log.flush()
+                self._on_line(line)
+        finally:
+            self.proc.stderr.close()
             if self._log is not None:
-                self._log.write(line)
-                self._log.flush()
-            self._on_line(line)
-        self.proc.stderr.close()
+                self._log.close()
 
     @property
     def pid(self) -> int:
@@ -108,10 +116,8 @@ class Process:
         return self.proc.returncode
 
     def close(self) -> None:
-        """After the process exited: let the reader finish the last lines, then close the log file."""
+        """After the process exited: let the reader finish the last lines (it closes the log), or close the log."""
         if self._reader is not None:
-            self._reader.join(timeout=5)
-            if self._reader.is_alive():
-                return  # a grandchild still holds stderr open: the reader owns the log file until it ends
-        if self._log is not None and not self._log.closed:
+            self._reader.join(timeout=5)  # a grandchild may still hold stderr open: then the reader closes it later
+        elif self._log is not None:
             self._log.close()

@@ -43,3 +43,13 @@ def test_a_process_that_ignores_sigterm_is_killed_after_the_timeout(tmp_path: Pa
     assert proc.stop(signal.SIGTERM, timeout=0.5) == -signal.SIGKILL
     assert proc.killed
     assert not proc.alive()
+
+
+def test_a_process_that_exits_on_its_own_leaves_no_file_open(tmp_path: Path) -> None:
+    """A supervised replica is never stopped by the harness: its reader closes the log at the end of the output."""
+    proc = Process([sys.executable, "-c", PRINTS], log_path=tmp_path / "p.log", on_line=lambda _: None)
+    assert proc.proc.wait(timeout=10) == 0
+    assert proc._reader is not None
+    proc._reader.join(timeout=10)
+    assert proc._log is not None
+    assert proc._log.closed
