@@ -68,7 +68,7 @@ class Process:
     def _read(self) -> None:
         """Hand on every line until the process closes its output, then close the log file.
 
-        The reader closes it, not ``stop()``: a process that exits on its own (a supervised replica) leaves nothing open.
+        The reader closes it, not ``stop()``: a process that exits on its own (a supervised replica) leaves none open.
         """
         assert self.proc.stderr is not None
         assert self._on_line is not None
