@@ -9,7 +9,7 @@
 # on /tmp).
 #
 # Reproducible: the base image is pinned by digest and every runtime dependency by version and sha256 hash
-# (requirements.lock, generated from pyproject.toml by `make lock`; tests/unit/test_requirements_lock.py fails when
+# (requirements.lock, generated from pyproject.toml by `make lock`; tests/unit/repo/test_requirements_lock.py fails when
 # the two disagree). Rebuilding the same commit installs the same bytes.
 #
 # hack/image-recipe.sh runs the same steps on the host (CI checks them without an engine): keep the two in step.

@@ -22,11 +22,11 @@ from pathlib import Path
 from types import FrameType
 
 from bench import charts, report
-from bench.cluster import ROOT
 from bench.progress import say
 from bench.runner import Plan, run_plan
 from bench.scenarios import SCENARIOS
 from bench.systems import SYSTEMS
+from harness.paths import ROOT
 
 BENCH_DIR = ROOT / "bench"
 RESULTS = BENCH_DIR / "results"

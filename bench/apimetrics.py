@@ -11,7 +11,7 @@ from collections import Counter
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.kubeapi import Api
+from harness.kubeapi import KubeApi
 
 RESOURCES = frozenset({"webservers", "deployments", "services", "events"})
 
@@ -34,7 +34,7 @@ def request_totals(metrics_text: str) -> Counter[str]:
     return totals
 
 
-async def snapshot(api: Api) -> Counter[str]:
+async def snapshot(api: KubeApi) -> Counter[str]:
     return request_totals(await api.text("/metrics"))
 
 

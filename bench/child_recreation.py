@@ -2,7 +2,7 @@
 
 Run with the local cluster up (`make cluster-up`) and the CRD installed; the harness starts its own operator:
 
-    .venv/bin/python bench/child_recreation.py --trials 25
+    .venv/bin/python -m bench.child_recreation --trials 25
 
 For each trial it deletes the Deployment (or Service) and watches, from this process, for (a) the DELETED event
 and (b) the ADDED event of the replacement. Reported per kind: the median and p90 of delete->recreated, and, as the
@@ -22,19 +22,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from tests.support.operator import OperatorProcess  # noqa: E402
-from webserver_operator.api.models import WEBSERVERS  # noqa: E402
-from webserver_operator.core.resources import DEPLOYMENTS, SERVICES, Resource  # noqa: E402
-from webserver_operator.core.settings import ClientSettings  # noqa: E402
-from webserver_operator.kube.client import KubeClient  # noqa: E402
-from webserver_operator.kube.config import load_configuration  # noqa: E402
+from harness.operator import OperatorProcess
+from harness.paths import HACK
+from webserver_operator.api.models import WEBSERVERS
+from webserver_operator.core.resources import DEPLOYMENTS, SERVICES, Resource
+from webserver_operator.core.settings import ClientSettings
+from webserver_operator.kube.client import KubeClient
+from webserver_operator.kube.config import load_configuration
 
 
 def _kubeconfig() -> Path:
-    out = subprocess.run([str(ROOT / "hack" / "cluster.sh"), "kubeconfig"], check=True, capture_output=True, text=True)
+    out = subprocess.run([str(HACK / "cluster.sh"), "kubeconfig"], check=True, capture_output=True, text=True)
     return Path(out.stdout.strip())
 
 

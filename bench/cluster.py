@@ -17,13 +17,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.procstat import control_plane_pids
+from harness.kubeapi import Endpoint, KubeApi
+from harness.paths import CRD_FILE, HACK, ROOT, tools_bin
 
-ROOT = Path(__file__).resolve().parents[1]
-HACK = ROOT / "hack"
-CRD = ROOT / "config" / "crd" / "bases" / "web.webserver-operator.dev_webservers.yaml"
+USER_AGENT = "webserver-bench"
 CLUSTER_NAME = "webserver-bench"
 MAX_NODES = 50
 DEFAULT_NODE_PORTS = 2768  # kube-apiserver's default --service-node-port-range, 30000-32767
+
+
+def admin_api(kubeconfig: Path) -> KubeApi:
+    """The benchmark's own client of its cluster: 200 connections (bulk writes at 50 in flight plus the watches)."""
+    endpoint = Endpoint.from_kubeconfig(
+        kubeconfig,
+        loopback_only="the benchmark only talks to a local control plane on 127.0.0.1 (it creates and deletes "
+        "thousands of objects); use the cluster that `python -m bench` starts",
+    )
+    return KubeApi(endpoint, timeout=60, max_connections=200, user_agent=USER_AGENT)
 
 
 class ClusterError(RuntimeError):
@@ -41,11 +51,6 @@ def node_port_range_for(n: int) -> str | None:
     if n + 100 <= DEFAULT_NODE_PORTS:
         return None
     return f"30000-{30000 + n + 1000 - 1}"
-
-
-def tools_bin() -> Path:
-    out = subprocess.run([str(HACK / "tools.sh"), "bindir"], check=True, capture_output=True, text=True)
-    return Path(out.stdout.strip())
 
 
 @dataclass
@@ -110,7 +115,7 @@ class BenchCluster:
             except ClusterError:
                 if attempt == 2:
                     raise
-        self.kubectl("apply", "--server-side", "--field-manager=webserver-bench", "-f", str(CRD))
+        self.kubectl("apply", "--server-side", "--field-manager=webserver-bench", "-f", str(CRD_FILE))
         self.kubectl(
             "wait", "--for=condition=Established", "crd/webservers.web.webserver-operator.dev", "--timeout=60s"
         )

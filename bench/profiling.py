@@ -27,15 +27,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.audit import AuditLog
-from bench.cluster import ROOT, BenchCluster, nodes_for
-from bench.kubeapi import Api, load_endpoint
+from bench.cluster import BenchCluster, nodes_for
 from bench.procstat import rss_mb
 from bench.progress import say
-from bench.scenarios import Config, Context, bulk_create, start_operator
+from bench.scenarios import Config, Context, bulk_create, open_context, start_operator
 from bench.systems import OperatorSpec, operator_spec
-from bench.tracker import Tracker
 from bench.workload import NAMESPACE, PROBE, path, webserver
+from harness.paths import ROOT
 
 Result = dict[str, Any]
 _FRAME = re.compile(r"^(?P<func>.*) \((?P<file>[^():]+)(?::(?P<line>\d+))?\)$")
@@ -146,25 +144,11 @@ async def _with_cluster(n: int, label: str, body: Any) -> Result:
     say(f"{label}: fresh cluster with {cluster.nodes} kwok node(s)")
     cluster.up(NAMESPACE)
     try:
-        async with Api(load_endpoint(cluster.kubeconfig)) as api:
-            tracker = Tracker(api, NAMESPACE)
-            await tracker.start()
-            try:
-                ctx = Context(
-                    api=api,
-                    tracker=tracker,
-                    cluster=cluster,
-                    audit=AuditLog(cluster.audit_log),
-                    control_plane=cluster.control_plane(),
-                    config=Config(n=n, replicas=1),
-                    label=label,
-                    log_dir=ROOT / "bench" / "results" / "profile",
-                )
-                await api.request("POST", path("ws"), body=webserver(PROBE, replicas=1))
-                result: Result = await body(ctx)
-                return result
-            finally:
-                await tracker.stop()
+        log_dir = ROOT / "bench" / "results" / "profile"
+        async with open_context(cluster, Config(n=n, replicas=1), label=label, log_dir=log_dir) as ctx:
+            await ctx.api.request("POST", path("ws"), body=webserver(PROBE, replicas=1))
+            result: Result = await body(ctx)
+            return result
     finally:
         cluster.down()
 

@@ -16,14 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.audit import AuditLog
 from bench.cluster import BenchCluster, node_port_range_for, nodes_for
-from bench.kubeapi import Api, load_endpoint
 from bench.progress import say
 from bench.raw import raw_run
-from bench.scenarios import SCENARIOS, Config, Context, operator_run
+from bench.scenarios import SCENARIOS, Config, open_context, operator_run
 from bench.systems import OPERATORS, operator_spec
-from bench.tracker import Tracker
 from bench.workload import NAMESPACE
 
 Result = dict[str, Any]
@@ -63,26 +60,11 @@ async def one_run(system: str, config: Config, *, label: str, log_dir: Path, con
     result: Result = {"system": system, "n": config.n, "replicas": config.replicas, "loadavg_before": loadavg()}
     try:
         cluster.up(NAMESPACE)
-        async with Api(load_endpoint(cluster.kubeconfig)) as api:
-            tracker = Tracker(api, NAMESPACE)
-            await tracker.start()
-            try:
-                ctx = Context(
-                    api=api,
-                    tracker=tracker,
-                    cluster=cluster,
-                    audit=AuditLog(cluster.audit_log),
-                    control_plane=cluster.control_plane(),
-                    config=config,
-                    label=label,
-                    log_dir=log_dir,
-                )
-                if system == "raw":
-                    result.update(await raw_run(ctx, concurrency))
-                else:
-                    result.update(await operator_run(ctx, operator_spec(system, cluster.kubeconfig)))
-            finally:
-                await tracker.stop()
+        async with open_context(cluster, config, label=label, log_dir=log_dir) as ctx:
+            if system == "raw":
+                result.update(await raw_run(ctx, concurrency))
+            else:
+                result.update(await operator_run(ctx, operator_spec(system, cluster.kubeconfig)))
     except Exception as err:  # a failed run is recorded, the benchmark goes on
         result["error"] = f"{type(err).__name__}: {err}"
         say(f"{label}: FAILED: {result['error']}")

@@ -18,23 +18,26 @@ the run goes on, so one slow system does not cost the whole benchmark.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import apimetrics, audit, checks
-from bench.audit import AuditLog
-from bench.cluster import BenchCluster
-from bench.kubeapi import Api
+from bench import apimetrics, checks
+from bench.cluster import BenchCluster, admin_api
 from bench.procstat import Meter, Usage, cpu_seconds, rss_mb
 from bench.progress import reporting, say
 from bench.stats import spread
-from bench.systems import OperatorProcess, OperatorSpec
+from bench.systems import OperatorSpec, start_system
 from bench.tracker import Milestone, Sequence, Tracker, wait_all
-from bench.workload import IMAGE_V2, MERGE, PROBE, create_webservers, patch_webservers, path, webserver
+from bench.workload import IMAGE_V2, MERGE, NAMESPACE, PROBE, create_webservers, patch_webservers, path, webserver
+from harness import audit
+from harness.audit import AuditLog
+from harness.kubeapi import KubeApi
+from harness.process import Process
 
 Result = dict[str, Any]
 CREATE_CONCURRENCY = 50
@@ -62,7 +65,7 @@ class Config:
 
 @dataclass
 class Context:
-    api: Api
+    api: KubeApi
     tracker: Tracker
     cluster: BenchCluster
     audit: AuditLog
@@ -70,6 +73,27 @@ class Context:
     config: Config
     label: str
     log_dir: Path
+
+
+@contextlib.asynccontextmanager
+async def open_context(cluster: BenchCluster, config: Config, *, label: str, log_dir: Path) -> AsyncIterator[Context]:
+    """The started cluster's client, tracker (list + watch running) and audit reader, for one system's run."""
+    async with admin_api(cluster.kubeconfig) as api:
+        tracker = Tracker(api, NAMESPACE)
+        await tracker.start()
+        try:
+            yield Context(
+                api=api,
+                tracker=tracker,
+                cluster=cluster,
+                audit=AuditLog(cluster.audit_log, keep=False),
+                control_plane=cluster.control_plane(),
+                config=config,
+                label=label,
+                log_dir=log_dir,
+            )
+        finally:
+            await tracker.stop()
 
 
 def slug(label: str) -> str:
@@ -108,13 +132,13 @@ def _lag(first: Milestone, then: Milestone) -> Result:
     )
 
 
-async def start_operator(ctx: Context, spec: OperatorSpec, *, log_name: str) -> tuple[OperatorProcess, Result]:
+async def start_operator(ctx: Context, spec: OperatorSpec, *, log_name: str) -> tuple[Process, Result]:
     """Start the operator with the probe WebServer already there; time to its first child and to Ready."""
     tracker = ctx.tracker
     child = tracker.milestone(lambda s, n: s.get("dep", n) is not None or s.get("svc", n) is not None, [PROBE])
     ready = tracker.milestone(checks.ready, [PROBE])
     ctx.audit.read()
-    proc = OperatorProcess(spec, kubeconfig=ctx.cluster.kubeconfig, log_path=ctx.log_dir / log_name)
+    proc = start_system(spec, kubeconfig=ctx.cluster.kubeconfig, log_path=ctx.log_dir / log_name)
     ok = await wait_all([child, ready], seconds=90)
     result: Result = {
         "first_reconcile_s": round(child.reached[PROBE] - proc.started_at, 3) if PROBE in child.reached else None,
@@ -122,7 +146,7 @@ async def start_operator(ctx: Context, spec: OperatorSpec, *, log_name: str) -> 
     }
     requests = audit.by_agent(ctx.audit.read(), spec.user_agents)
     if requests:
-        result["first_request_s"] = round(min(r.time for r in requests) - proc.started_at, 3)
+        result["first_request_s"] = round(min(r.received for r in requests) - proc.started_at, 3)
     if not ok or not proc.alive():
         result["error"] = f"probe WebServer not Ready within 90 s (operator alive: {proc.alive()}; log {proc.log_path})"
         return proc, result
@@ -132,7 +156,7 @@ async def start_operator(ctx: Context, spec: OperatorSpec, *, log_name: str) -> 
     return proc, result
 
 
-async def bulk_create(ctx: Context, proc: OperatorProcess, spec: OperatorSpec) -> Result:
+async def bulk_create(ctx: Context, proc: Process, spec: OperatorSpec) -> Result:
     cfg, tracker = ctx.config, ctx.tracker
     names = cfg.names
     children = tracker.milestone(checks.children_exist, names)
@@ -208,7 +232,7 @@ def _targets(cfg: Config, offset: int) -> list[str]:
     return [cfg.names[(i * step + offset) % cfg.n] for i in range(trials)]
 
 
-async def repair_deletions(ctx: Context, proc: OperatorProcess) -> Result:
+async def repair_deletions(ctx: Context, proc: Process) -> Result:
     cfg, state = ctx.config, ctx.tracker.state
     targets = _targets(cfg, 0)
     latencies: dict[str, list[float]] = {"dep": [], "svc": []}
@@ -245,7 +269,7 @@ async def repair_deletions(ctx: Context, proc: OperatorProcess) -> Result:
     return result
 
 
-async def repair_drift(ctx: Context, proc: OperatorProcess) -> Result:
+async def repair_drift(ctx: Context, proc: Process) -> Result:
     cfg = ctx.config
     targets = _targets(cfg, 1)
     latencies: dict[str, list[float]] = {"dep": [], "svc": []}
@@ -292,7 +316,7 @@ async def repair_drift(ctx: Context, proc: OperatorProcess) -> Result:
     return result
 
 
-async def new_image(ctx: Context, proc: OperatorProcess, spec: OperatorSpec) -> Result:
+async def new_image(ctx: Context, proc: Process, spec: OperatorSpec) -> Result:
     cfg, tracker = ctx.config, ctx.tracker
     names = cfg.names
     generations = {n: (tracker.state.get("ws", n) or {}).get("metadata", {}).get("generation", 1) for n in names}
@@ -327,7 +351,7 @@ async def new_image(ctx: Context, proc: OperatorProcess, spec: OperatorSpec) -> 
     return result
 
 
-async def steady_state(ctx: Context, proc: OperatorProcess, spec: OperatorSpec) -> Result:
+async def steady_state(ctx: Context, proc: Process, spec: OperatorSpec) -> Result:
     cfg = ctx.config
     await asyncio.sleep(QUIET_SECONDS)
     ctx.audit.read()
@@ -347,13 +371,11 @@ async def steady_state(ctx: Context, proc: OperatorProcess, spec: OperatorSpec) 
     }
 
 
-async def restart(
-    ctx: Context, proc: OperatorProcess, spec: OperatorSpec, *, log_name: str
-) -> tuple[OperatorProcess, Result]:
+async def restart(ctx: Context, proc: Process, spec: OperatorSpec, *, log_name: str) -> tuple[Process, Result]:
     """Stop the operator and start it again over N converged WebServers; writes and time until it goes quiet."""
     code = proc.stop()
     ctx.audit.read()
-    new = OperatorProcess(spec, kubeconfig=ctx.cluster.kubeconfig, log_path=ctx.log_dir / log_name)
+    new = start_system(spec, kubeconfig=ctx.cluster.kubeconfig, log_path=ctx.log_dir / log_name)
     requests: list[audit.Request] = []
     deadline = new.started_at + ctx.config.timeout()
     last = new.started_at
@@ -364,7 +386,7 @@ async def restart(
         fresh = audit.by_agent(ctx.audit.read(), spec.user_agents)
         requests += fresh
         if fresh:
-            last = max(last, *(r.time for r in fresh))
+            last = max(last, *(r.received for r in fresh))
         if requests and time.time() - last >= QUIET_SECONDS:
             break
     quiet = bool(requests) and time.time() - last >= QUIET_SECONDS
@@ -378,7 +400,7 @@ async def restart(
         "rss_peak_mb": round(peak, 1),
     }
     if requests:
-        result["first_request_s"] = round(min(r.time for r in requests) - new.started_at, 3)
+        result["first_request_s"] = round(min(r.received for r in requests) - new.started_at, 3)
     if not quiet:
         result["error"] = f"operator not quiet for {QUIET_SECONDS:.0f} s within {ctx.config.timeout():.0f} s"
     return new, result

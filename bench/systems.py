@@ -11,14 +11,14 @@ Each process's output goes to a log file next to the results, so a failed run ca
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.cluster import ROOT
+from harness.operator import run_command
+from harness.paths import ROOT
+from harness.process import Process
 
 WORKERS = 4
 OPERATORS = ("ours", "go", "kopf")
@@ -44,18 +44,7 @@ def operator_spec(name: str, kubeconfig: Path) -> OperatorSpec:
     python = sys.executable
     if name == "ours":
         return OperatorSpec(
-            name,
-            (
-                python,
-                "-m",
-                "webserver_operator",
-                "run",
-                f"--kubeconfig={kubeconfig}",
-                f"--workers={WORKERS}",
-                "--health-probe-bind-address=127.0.0.1:0",
-                "--metrics-bind-address=127.0.0.1:0",
-            ),
-            ("webserver-operator/",),
+            name, tuple(run_command(kubeconfig=kubeconfig, args=[f"--workers={WORKERS}"])), ("webserver-operator/",)
         )
     if name == "go":
         return OperatorSpec(
@@ -80,41 +69,12 @@ def operator_spec(name: str, kubeconfig: Path) -> OperatorSpec:
     raise ValueError(f"unknown operator {name!r}: use one of {', '.join(OPERATORS)}")
 
 
-class OperatorProcess:
-    """A started operator; ``started_at`` is the wall-clock time just before exec."""
-
-    def __init__(
-        self, spec: OperatorSpec, *, kubeconfig: Path, log_path: Path, env: dict[str, str] | None = None
-    ) -> None:
-        self.spec = spec
-        self.log_path = log_path
-        full_env = dict(os.environ if env is None else env)
-        full_env["KUBECONFIG"] = str(kubeconfig)
-        full_env["PYTHONUNBUFFERED"] = "1"
-        self._log = log_path.open("a", encoding="utf-8")
-        self.started_at = time.time()
-        self.proc = subprocess.Popen(
-            spec.argv, stdout=self._log, stderr=subprocess.STDOUT, env=full_env, cwd=ROOT, start_new_session=True
-        )
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def stop(self, timeout: float = 30) -> int:
-        """SIGTERM, then SIGKILL after ``timeout``; returns the exit code."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        self._log.close()
-        return self.proc.returncode
+def start_system(spec: OperatorSpec, *, kubeconfig: Path, log_path: Path, env: dict[str, str] | None = None) -> Process:
+    """Start the operator of ``spec`` in its own session, stdout and stderr appended to ``log_path``."""
+    full_env = dict(os.environ if env is None else env)
+    full_env["KUBECONFIG"] = str(kubeconfig)
+    full_env["PYTHONUNBUFFERED"] = "1"
+    return Process(spec.argv, env=full_env, cwd=ROOT, log_path=log_path, append=True, merge_stdout=True)
 
 
 def raw_command(kubeconfig: Path, *args: str) -> list[str]:

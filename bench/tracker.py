@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.kubeapi import Api, ApiError
+from harness.kubeapi import ApiError, KubeApi
 
 Body = dict[str, Any]
 
@@ -76,7 +76,7 @@ class Sequence:
 class Tracker:
     """List + watch WebServers, Deployments and Services of one namespace; evaluate milestones on every event."""
 
-    def __init__(self, api: Api, namespace: str) -> None:
+    def __init__(self, api: KubeApi, namespace: str) -> None:
         self.api = api
         self.namespace = namespace
         self.state = State()
@@ -136,7 +136,7 @@ class Tracker:
                         version = (obj.get("metadata") or {}).get("resourceVersion", version)
                         if event.get("type") == "ERROR":
                             if obj.get("code") == 410:
-                                raise ApiError(410, "WATCH", path, "expired")
+                                raise ApiError(410, "expired", method="WATCH", path=path)
                             continue
                         if event.get("type") == "BOOKMARK":
                             continue

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.kubeapi import Api, ApiError
+from harness.kubeapi import ApiError, KubeApi
 
 Body = dict[str, Any]
 NAMESPACE = "bench"
@@ -68,7 +68,7 @@ async def _send(fanout: Fanout, name: str, request: Callable[[str], Any]) -> Non
             await asyncio.sleep(0.1 * 2**attempt)
 
 
-async def fan_out(api: Api, names: Iterable[str], request: Callable[[str], Any], *, concurrency: int) -> Fanout:
+async def fan_out(api: KubeApi, names: Iterable[str], request: Callable[[str], Any], *, concurrency: int) -> Fanout:
     """Run ``request(name)`` for every name with at most ``concurrency`` in flight."""
     fanout = Fanout()
     queue: asyncio.Queue[str] = asyncio.Queue()
@@ -87,7 +87,7 @@ async def fan_out(api: Api, names: Iterable[str], request: Callable[[str], Any],
     return fanout
 
 
-async def create_webservers(api: Api, names: Iterable[str], *, replicas: int, concurrency: int) -> Fanout:
+async def create_webservers(api: KubeApi, names: Iterable[str], *, replicas: int, concurrency: int) -> Fanout:
     return await fan_out(
         api,
         names,
@@ -96,7 +96,7 @@ async def create_webservers(api: Api, names: Iterable[str], *, replicas: int, co
     )
 
 
-async def patch_webservers(api: Api, names: Iterable[str], patch: Body, *, concurrency: int) -> Fanout:
+async def patch_webservers(api: KubeApi, names: Iterable[str], patch: Body, *, concurrency: int) -> Fanout:
     return await fan_out(
         api,
         names,

@@ -8,11 +8,11 @@ recorded (``hack/audit-policy.yaml`` records every request of the ServiceAccount
 scanned for tracebacks.
 
 Run by ``make chaos`` (``python -m chaos``, the full run: 200 WebServers, every fault, ``docs/reliability.md``) and by
-``tests/integration/test_chaos_short.py`` (20 WebServers, three faults, ``make chaos-short``). Modules, bottom up:
-``kubeapi`` (admin HTTP client), ``controlplane`` (etcd/kube-apiserver processes), ``toxiproxy`` (asyncio client of
-the TCP-fault proxy) and ``toxiserver`` (its process), ``identity`` (ServiceAccounts, RBAC, API Priority and
-Fairness), ``replica`` (operator processes), ``workload`` (the churn), ``audit`` (the audit log), ``observe``
-(cluster state), ``verdicts`` (figures and pass/fail), ``fencing`` (the zero-slack Lease-expiry rule), ``faults`` and
-``trust`` (the faults with their own verdicts), ``failure`` (harness failures), ``scenario`` (the run) and
-``report`` (the Markdown tables).
+``tests/integration/test_chaos_short.py`` (20 WebServers, three faults, ``make chaos-short``). Its admin API client,
+audit-log reader and process runner are the shared ``harness`` package's. Modules, bottom up: ``controlplane``
+(etcd/kube-apiserver processes), ``toxiproxy`` (asyncio client of the TCP-fault proxy) and ``toxiserver`` (its
+process), ``identity`` (ServiceAccounts, RBAC, API Priority and Fairness), ``replica`` (operator processes),
+``workload`` (the churn), ``observe`` (cluster state), ``verdicts`` (figures and pass/fail), ``fencing`` (the
+zero-slack Lease-expiry rule), ``faults`` and ``trust`` (the faults with their own verdicts), ``failure`` (harness
+failures), ``scenario`` (the run) and ``report`` (the Markdown tables).
 """

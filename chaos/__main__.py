@@ -25,8 +25,8 @@ from pathlib import Path
 
 from chaos import report
 from chaos.scenario import FULL, SHORT, Result, run, with_faults
+from harness.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 CLUSTER_NAME = "webserver-operator-chaos"
 
 

@@ -31,9 +31,9 @@ from typing import Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from chaos import identity, trust
-from chaos.audit import Request
 from chaos.harness import SLOTS, Harness, other_slot
 from chaos.verdicts import Rule, Window
+from harness.audit import Request
 
 FaultFn = Callable[[Harness, Window], Awaitable[None]]
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from chaos.audit import Request
+from harness.audit import Request
 
 
 @dataclass(frozen=True)

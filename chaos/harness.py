@@ -4,7 +4,7 @@ Why one object: every fault needs the same handles (the control plane's processe
 replica leads now, the churn to write bursts with) and every window is measured the same way afterwards. The
 sequence of faults lives in ``scenario``; what each fault does lives in ``faults``.
 
-Setup, in order: the CRD; the run's namespaces; the audited ServiceAccounts with the project's RBAC and their
+Setup, in order: the CRD_FILE; the run's namespaces; the audited ServiceAccounts with the project's RBAC and their
 tokens; a toxiproxy proxy per replica; foreign objects the operator must leave alone (a Deployment and a Service
 that merely share a WebServer's name, and a Deployment carrying the operator's labels but controlled by something
 else), each with its namesake WebServer; a canary WebServer nobody else touches; the replicas; then the WebServers.
@@ -25,19 +25,18 @@ from pathlib import Path
 from typing import Any
 
 from chaos import identity
-from chaos.audit import AuditLog
 from chaos.controlplane import ControlPlane
 from chaos.identity import AUDITED_NAMESPACE, ServiceAccountDir, Token
-from chaos.kubeapi import Endpoint, KubeApi, deployment_path, service_path, ws_path
 from chaos.observe import Foreign, backlog_recovery, canary_recovery, duplicates, leftovers, read_state, unconverged
 from chaos.replica import Replica, ReplicaConfig
 from chaos.toxiproxy import Toxiproxy
 from chaos.toxiserver import ToxiproxyServer
 from chaos.verdicts import Window
 from chaos.workload import RUN_LABEL, Churn, Slot, kubectl_argv
+from harness.audit import AuditLog
+from harness.kubeapi import Endpoint, KubeApi, deployment_path, service_path, ws_path
+from harness.paths import CRD_FILE
 
-ROOT = Path(__file__).resolve().parents[1]
-CRD = ROOT / "config" / "crd" / "bases" / "web.webserver-operator.dev_webservers.yaml"
 SLOTS = ("op-a", "op-b")
 CANARY = "canary"
 FOREIGN_NAMES = ("foreign-deployment", "foreign-service", "foreign-controlled")
@@ -122,7 +121,7 @@ class Harness:
         self.cp = ControlPlane(self.cluster_dir, etcdctl=self.bin_dir / "etcdctl")
         self.audit = AuditLog(self.cp.audit_log, users_prefix=identity.username(f"{self.prefix}-"))
         self.endpoint = Endpoint.from_kubeconfig(self.kubeconfig)
-        self.api = KubeApi(self.endpoint)
+        self.api = KubeApi(self.endpoint, user_agent="chaos-harness")
         self.toxiserver: ToxiproxyServer | None = None
         self.churn = Churn(
             api=self.api,
@@ -168,7 +167,7 @@ class Harness:
         await self.api.__aenter__()
         started = time.time()
         await asyncio.to_thread(
-            self.kubectl, "apply", "--server-side", "--force-conflicts", "--field-manager=chaos", "-f", str(CRD)
+            self.kubectl, "apply", "--server-side", "--force-conflicts", "--field-manager=chaos", "-f", str(CRD_FILE)
         )
         await asyncio.to_thread(
             self.kubectl, "wait", "--for=condition=Established", "crd/webservers.web.webserver-operator.dev"
@@ -199,14 +198,14 @@ class Harness:
             )
             if self.cfg.in_cluster:
                 sa_dir = ServiceAccountDir(self.workdir / f"{slot}-serviceaccount")
-                sa_dir.populate(token=token.value, ca_file=self.endpoint.ca_file)
+                sa_dir.populate(token=token.value, ca_file=self.endpoint.require_ca_file())
                 self.sa_dirs[slot] = sa_dir
                 config.sa_dir = sa_dir
             else:
                 config.kubeconfig = identity.write_kubeconfig(
                     self.workdir / f"{slot}.kubeconfig",
                     server=f"https://127.0.0.1:{port}",
-                    ca_file=self.endpoint.ca_file,
+                    ca_file=self.endpoint.require_ca_file(),
                     token=token.value,
                 )
             self.replicas[slot] = Replica(config, self.workdir)

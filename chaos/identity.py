@@ -28,9 +28,9 @@ from typing import Any
 
 import yaml
 
-from chaos.kubeapi import KubeApi
+from harness.kubeapi import KubeApi
+from harness.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 AUDITED_NAMESPACE = "webserver-operator-audited"
 """Must match the userGroups of hack/audit-policy.yaml (system:serviceaccounts:<this namespace>)."""
 STARVED = "chaos-starved"

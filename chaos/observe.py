@@ -25,7 +25,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaos.kubeapi import APPS, CORE, WEBSERVERS, ApiError, KubeApi, deployment_path, ws_path
+from harness.kubeapi import APPS, CORE, WEBSERVERS, ApiError, KubeApi, deployment_path, ws_path
 
 Key = tuple[str, str]
 MANAGED_BY = "app.kubernetes.io/managed-by"

@@ -29,7 +29,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -38,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from chaos.identity import ServiceAccountDir
+from harness.operator import run_command
+from harness.process import Process
 
 RESTART_DELAY = 1.0
 _MOUNT_SCRIPT = (
@@ -67,13 +68,19 @@ class ReplicaConfig:
 
 @dataclass
 class _Incarnation:
-    proc: subprocess.Popen[str]
     started: float
     log_path: Path
+    process: Process | None = None
     health_port: int = 0
+    in_raw_traceback: bool = False
     expected_exit: bool = False
     frozen: bool = False  # SIGSTOPped by the harness
     thawed: float = 0.0  # when the harness last sent SIGCONT
+
+    @property
+    def proc(self) -> subprocess.Popen[str]:
+        assert self.process is not None
+        return self.process.proc
 
 
 @dataclass
@@ -100,16 +107,7 @@ class Replica:
 
     def _command(self) -> tuple[list[str], dict[str, str]]:
         cfg = self.config
-        base = [
-            sys.executable,
-            "-m",
-            "webserver_operator",
-            "run",
-            "--health-probe-bind-address=127.0.0.1:0",
-            "--metrics-bind-address=0",
-            "--log-format=json",
-            *cfg.args,
-        ]
+        base = run_command(metrics_bind="0", args=["--log-format=json", *cfg.args])
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG" and not k.startswith("WEBSERVER_OPERATOR_")}
         env.update({"POD_NAME": cfg.slot, "PYTHONUNBUFFERED": "1"})
         if cfg.operator_source is not None:
@@ -131,45 +129,35 @@ class Replica:
     def _spawn(self) -> None:
         argv, env = self._command()
         self._count += 1
-        log_path = self.workdir / f"{self.slot}-{self._count}.log"
-        proc = subprocess.Popen(
-            argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
-        )
-        inc = _Incarnation(proc=proc, started=time.time(), log_path=log_path)
+        inc = _Incarnation(started=time.time(), log_path=self.workdir / f"{self.slot}-{self._count}.log")
+        inc.process = Process(argv, env=env, log_path=inc.log_path, on_line=lambda line: self._read(inc, line))
         with self._lock:
             self._current = inc
-        self._record("started", f"pid {proc.pid}, log {log_path.name}")
-        threading.Thread(target=self._read, args=(inc,), daemon=True).start()
+        self._record("started", f"pid {inc.proc.pid}, log {inc.log_path.name}")
 
-    def _read(self, inc: _Incarnation) -> None:
-        assert inc.proc.stderr is not None
-        in_raw_traceback = False
-        with inc.log_path.open("w", encoding="utf-8") as log:
-            for line in inc.proc.stderr:
-                log.write(line)
-                log.flush()
-                now = time.time()
-                try:
-                    entry = json.loads(line)
-                except ValueError:
-                    entry = None
-                if isinstance(entry, dict):
-                    in_raw_traceback = False
-                    if "health_port" in entry and not inc.health_port:
-                        inc.health_port = int(entry["health_port"])
-                    error = str(entry.get("error") or "")
-                    if "Traceback (most recent call last)" in error:
-                        last = error.strip().splitlines()[-1]
-                        kind = last.split(":", 1)[0].rsplit(".", 1)[-1]
-                        self._record("traceback", f"{kind} | {entry.get('msg', '')}"[:300], now)
-                    continue
-                if line.startswith("Traceback (most recent call last)"):
-                    in_raw_traceback = True
-                elif in_raw_traceback and line.strip() and not line.startswith((" ", "\t")):
-                    in_raw_traceback = False
-                    kind = line.strip().split(":", 1)[0].rsplit(".", 1)[-1]
-                    self._record("traceback", f"{kind} | (raw stderr) {line.strip()}"[:300], now)
-        inc.proc.stderr.close()
+    def _read(self, inc: _Incarnation, line: str) -> None:
+        """One stderr line: the probe port from the first JSON line, and any traceback, JSON or raw."""
+        now = time.time()
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            entry = None
+        if isinstance(entry, dict):
+            inc.in_raw_traceback = False
+            if "health_port" in entry and not inc.health_port:
+                inc.health_port = int(entry["health_port"])
+            error = str(entry.get("error") or "")
+            if "Traceback (most recent call last)" in error:
+                last = error.strip().splitlines()[-1]
+                kind = last.split(":", 1)[0].rsplit(".", 1)[-1]
+                self._record("traceback", f"{kind} | {entry.get('msg', '')}"[:300], now)
+            return
+        if line.startswith("Traceback (most recent call last)"):
+            inc.in_raw_traceback = True
+        elif inc.in_raw_traceback and line.strip() and not line.startswith((" ", "\t")):
+            inc.in_raw_traceback = False
+            kind = line.strip().split(":", 1)[0].rsplit(".", 1)[-1]
+            self._record("traceback", f"{kind} | (raw stderr) {line.strip()}"[:300], now)
 
     def _stopped(self) -> bool:
         return self._stopping
@@ -285,16 +273,11 @@ class Replica:
         with self._lock:
             inc = self._current
         code: int | None = None
-        if inc is not None and inc.proc.poll() is None:
+        if inc is not None and inc.process is not None and inc.proc.poll() is None:
             inc.expected_exit = True
-            inc.proc.send_signal(signal.SIGTERM)
-            try:
-                inc.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                inc.proc.kill()
-                inc.proc.wait(timeout=10)
+            code = inc.process.stop(signal.SIGTERM, timeout)
+            if inc.process.killed:
                 self._record("exited", f"did not stop within {timeout:.0f}s of SIGTERM; killed")
-            code = inc.proc.returncode
             self._record("exited", f"exit code {code} after SIGTERM from the harness (final stop)")
         for thread in self._threads:
             thread.join(timeout=5)

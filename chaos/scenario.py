@@ -25,13 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from chaos.audit import AuditLog, Request
 from chaos.failure import HarnessFailure, Phase
 from chaos.faults import FAULTS, restore_all_namespaces
 from chaos.harness import FOREIGN_NAMES, Harness, RunConfig
-from chaos.kubeapi import ws_path
 from chaos.observe import Leftover, duplicates, leftovers, read_state, ready
 from chaos.verdicts import Figures, Rule, Window, deposed_writes, describe, figures, lease_timeline, rules
+from harness.audit import AuditLog, Request
+from harness.kubeapi import ws_path
 
 FULL = RunConfig(
     name="full",

@@ -15,8 +15,7 @@ import time
 from pathlib import Path
 
 from chaos.toxiproxy import Toxiproxy, ToxiproxyError, free_port
-
-ROOT = Path(__file__).resolve().parents[1]
+from harness.paths import ROOT
 
 
 def toxiproxy_bin() -> Path:

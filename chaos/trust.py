@@ -23,9 +23,9 @@ import time
 from datetime import UTC, datetime
 
 from chaos import fencing, identity
-from chaos.audit import Request
 from chaos.harness import SLOTS, Harness, other_slot
 from chaos.verdicts import Rule, Window
+from harness.audit import Request
 
 FREEZE_RULE = "no write from the frozen replica after its Lease expired (0 s slack)"
 CRASH_RULE = "no crash loop: no replica exited or restarted (0 tolerated)"

@@ -27,8 +27,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from chaos.audit import Request
 from chaos.replica import Incident
+from harness.audit import Request
 
 BASELINE_FACTOR = 1.5
 CATCH_UP_REQUESTS_PER_WEBSERVER = 4

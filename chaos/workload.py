@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chaos.kubeapi import API_VERSION_WS, ApiError, KubeApi, deployment_path, service_path, ws_path
+from harness.kubeapi import API_VERSION_WS, ApiError, KubeApi, deployment_path, service_path, ws_path
 
 RUN_LABEL = "chaos.webserver-operator.dev/run"
 IMAGES = ("nginx:1.27", "nginx:1.27.1", "nginx:1.27.2", "nginx:1.28", "registry.example.com/web/nginx:2.0")

@@ -31,9 +31,10 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.cluster import ROOT, Cluster, wait_until
-from tests.support.operator import OperatorProcess
-from tests.support.scrape import metric_value
+from harness.operator import OperatorProcess
+from harness.paths import ROOT
+from harness.scrape import metric_value
+from tests.support.cluster import Cluster, wait_until
 from tests.support.scraper_pod import ScraperPod
 from tests.support.serviceaccounts import service_account_token
 

@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 import yaml
 
+from harness.paths import ROOT
+from harness.scrape import scrape
 from tests.e2e.conftest import FULLNAME, Release, helm
-from tests.support.cluster import ROOT, Cluster, wait_until
-from tests.support.scrape import scrape
+from tests.support.cluster import Cluster, wait_until
 from tests.support.serviceaccounts import service_account_token
 from tests.support.webservers import wait_field, wait_ready
 from webserver_operator.kube.client import FIELD_MANAGER

@@ -25,7 +25,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support.cluster import HACK, ROOT, Cluster, container_engine
+from harness.paths import HACK, ROOT
+from tests.support.cluster import Cluster, container_engine
 from tests.support.readme import quickstart_blocks
 from tests.support.webservers import condition
 

@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cluster import ROOT, Cluster
-from tests.support.operator import OperatorProcess
-
-CRD_FILE = ROOT / "config" / "crd" / "bases" / "web.webserver-operator.dev_webservers.yaml"
-
+from harness.operator import OperatorProcess
+from harness.paths import CRD_FILE
+from tests.support.cluster import Cluster
+from tests.support.manifests import enforce_restricted
 
 CRD = "webservers.web.webserver-operator.dev"
 
@@ -45,3 +44,9 @@ def operator(cluster: Cluster, crd: str, tmp_path_factory: pytest.TempPathFactor
     finally:
         code = proc.stop()
         assert code == 0, f"operator exited with {code} on SIGTERM:\n{proc.tail()}"
+
+
+@pytest.fixture
+def restricted_namespace(cluster: Cluster, namespace: str) -> str:
+    """The test namespace, enforcing the `restricted` Pod Security Standard."""
+    return enforce_restricted(cluster, namespace)

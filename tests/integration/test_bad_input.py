@@ -29,11 +29,12 @@ from typing import Any
 import pytest
 
 from chaos import identity
-from chaos.audit import AuditLog
-from chaos.kubeapi import Endpoint, KubeApi
+from harness.audit import AuditLog
+from harness.kubeapi import Endpoint, KubeApi
+from harness.operator import OperatorProcess
+from harness.paths import HACK
 from tests.support.bad_input import CASES, SETTINGS, Case, SettingCase
-from tests.support.cluster import HACK, Cluster, wait_until
-from tests.support.operator import OperatorProcess
+from tests.support.cluster import Cluster, wait_until
 from tests.support.webservers import condition, free_node_port, wait_condition, wait_ready
 from webserver_operator.api.crd import CRD_NAME
 from webserver_operator.api.models import BASELINE_RULE_MARKER
@@ -64,7 +65,9 @@ async def _identity(cluster: Cluster, prefix: str, sa: str, path: Path) -> Path:
         await identity.grant(api, prefix=prefix, serviceaccounts=[sa], lease_name=f"{prefix}-unused")
         token = await identity.issue_token(api, sa, secret=f"{sa}-token")
         server = Endpoint.from_kubeconfig(cluster.kubeconfig)
-        return identity.write_kubeconfig(path, server=server.server, ca_file=server.ca_file, token=token.value)
+        return identity.write_kubeconfig(
+            path, server=server.server, ca_file=server.require_ca_file(), token=token.value
+        )
 
 
 async def _revoke(cluster: Cluster, prefix: str, sa: str) -> None:

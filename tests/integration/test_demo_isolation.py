@@ -26,8 +26,9 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.cluster import HACK, Cluster, wait_until
-from tests.support.webservers import webserver
+from harness.paths import HACK
+from tests.support.cluster import Cluster, wait_until
+from tests.support.factories import webserver
 
 
 def _free_port() -> int:

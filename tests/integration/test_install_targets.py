@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import tarfile
@@ -22,22 +21,22 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.chart import restricted_violations
-from tests.support.cluster import ROOT, Cluster
+from harness.paths import ROOT
+from tests.support.chart import docs_of
+from tests.support.cluster import Cluster
+from tests.support.manifests import (
+    DRY_RUN_SUFFIX,
+    assert_enforcement_is_on,
+    assert_restricted_pss_admits,
+    bare_pod,
+    dry_run_lines,
+    kustomize_overlay,
+    server_dry_run,
+)
 from webserver_operator.api.crd import CRD_NAME
 
 IMG = "registry.example/team/webserver-operator:1.2.3"
 DIGEST = "sha256:" + "0123456789abcdef" * 4
-DRY_RUN_SUFFIX = "(server dry run)"
-
-
-@pytest.fixture
-def restricted_namespace(cluster: Cluster, namespace: str) -> str:
-    cluster.kubectl(
-        "label", "namespace", namespace, "pod-security.kubernetes.io/enforce=restricted",
-        "pod-security.kubernetes.io/enforce-version=latest",
-    )  # fmt: skip
-    return namespace
 
 
 def make(cluster: Cluster, target: str, *variables: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -58,47 +57,19 @@ def make(cluster: Cluster, target: str, *variables: str, check: bool = True) -> 
     return result
 
 
-def _docs(text: str) -> list[dict[str, Any]]:
-    return [doc for doc in yaml.safe_load_all(text) if doc]
-
-
-def _dry_run_lines(output: str) -> list[str]:
-    return [line for line in output.splitlines() if line.endswith(DRY_RUN_SUFFIX)]
-
-
 def _into_namespace(cluster: Cluster, manifest: Path, namespace: str, tmp_path: Path) -> list[dict[str, Any]]:
     """The manifest moved into ``namespace`` by a kustomize overlay (as a user would move it)."""
     overlay = tmp_path / "overlay"
     overlay.mkdir()
     (overlay / "install.yaml").write_text(manifest.read_text())
-    (overlay / "kustomization.yaml").write_text(yaml.safe_dump({"namespace": namespace, "resources": ["install.yaml"]}))
-    return _docs(cluster.kubectl("kustomize", str(overlay)).stdout)
-
-
-def _server_dry_run(cluster: Cluster, docs: list[dict[str, Any]]) -> None:
-    text = yaml.safe_dump_all(docs, sort_keys=False)
-    result = cluster.kubectl("apply", "--dry-run=server", "-f", "-", input=text, check=False, timeout=120)
-    assert result.returncode == 0, f"API server rejected the manifests:\n{result.stderr}"
-    assert len(_dry_run_lines(result.stdout)) == len(docs), result.stdout
+    return kustomize_overlay(cluster, tmp_path, {"namespace": namespace, "resources": ["install.yaml"]})
 
 
 def _assert_pod_admitted(cluster: Cluster, template: dict[str, Any], namespace: str) -> None:
-    spec: dict[str, Any] = {**template["spec"], "serviceAccountName": "default"}
-    assert restricted_violations(spec) == []
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "installer-manager", "namespace": namespace}}
-    pod["spec"] = spec
-    naive = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "naive", "namespace": namespace},
-        "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]},
-    }
-    rejected = cluster.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(naive), check=False)
-    assert "violates PodSecurity" in rejected.stderr, "the namespace does not enforce restricted"
-    admitted = cluster.kubectl(
-        "create", "--dry-run=server", "-o", "name", "-f", "-", input=json.dumps(pod), check=False
-    )
-    assert admitted.returncode == 0, admitted.stderr
+    pod = bare_pod(template, "installer-manager", namespace)
+    pod["spec"] = {**pod["spec"], "serviceAccountName": "default"}  # the dry run does not create the ServiceAccount
+    assert_enforcement_is_on(cluster, namespace)
+    assert_restricted_pss_admits(cluster, pod)
 
 
 def test_build_installer_writes_one_file_the_api_server_accepts(
@@ -106,7 +77,7 @@ def test_build_installer_writes_one_file_the_api_server_accepts(
 ) -> None:
     make(cluster, "build-installer", f"IMG={IMG}", f"DIST={tmp_path}")
     installer = tmp_path / "install.yaml"
-    docs = _docs(installer.read_text())
+    docs = docs_of(installer.read_text())
     kinds = sorted({d["kind"] for d in docs})
     assert kinds == sorted(
         [
@@ -127,14 +98,14 @@ def test_build_installer_writes_one_file_the_api_server_accepts(
     assert deployment["metadata"]["namespace"] == "webserver-operator-system"
     assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == IMG
     moved = _into_namespace(cluster, installer, restricted_namespace, tmp_path)
-    _server_dry_run(cluster, moved)
+    server_dry_run(cluster, moved)
     (moved_deployment,) = [d for d in moved if d["kind"] == "Deployment"]
     _assert_pod_admitted(cluster, moved_deployment["spec"]["template"], restricted_namespace)
 
 
 def test_build_installer_takes_a_digest_and_refuses_an_image_without_tag(cluster: Cluster, tmp_path: Path) -> None:
     make(cluster, "build-installer", f"IMG=registry.example/op@{DIGEST}", f"DIST={tmp_path}")
-    (deployment,) = [d for d in _docs((tmp_path / "install.yaml").read_text()) if d["kind"] == "Deployment"]
+    (deployment,) = [d for d in docs_of((tmp_path / "install.yaml").read_text()) if d["kind"] == "Deployment"]
     assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == f"registry.example/op@{DIGEST}"
     refused = make(cluster, "build-installer", "IMG=registry.example/op", f"DIST={tmp_path / 'no'}", check=False)
     assert refused.returncode != 0
@@ -145,11 +116,11 @@ def test_build_installer_takes_a_digest_and_refuses_an_image_without_tag(cluster
 @pytest.mark.usefixtures("crd")
 def test_install_and_uninstall_the_crd(cluster: Cluster) -> None:
     installed = make(cluster, "install", "DRY_RUN=server")
-    assert _dry_run_lines(installed.stdout) == [
+    assert dry_run_lines(installed.stdout) == [
         f"customresourcedefinition.apiextensions.k8s.io/{CRD_NAME} serverside-applied {DRY_RUN_SUFFIX}"
     ]
     removed = make(cluster, "uninstall", "DRY_RUN=server")
-    assert _dry_run_lines(removed.stdout) == [
+    assert dry_run_lines(removed.stdout) == [
         f'customresourcedefinition.apiextensions.k8s.io "{CRD_NAME}" deleted {DRY_RUN_SUFFIX}'
     ]
     assert "every WebServer" in removed.stderr  # the warning
@@ -162,9 +133,9 @@ def test_deploy_and_undeploy_into_a_restricted_namespace(
 ) -> None:
     variables = (f"IMG={IMG}", f"DEPLOY_NAMESPACE={restricted_namespace}", "DRY_RUN=server")
     make(cluster, "build-installer", *variables, f"DIST={tmp_path}")  # what deploy applies, as a file
-    expected = _docs((tmp_path / "install.yaml").read_text())
+    expected = docs_of((tmp_path / "install.yaml").read_text())
     deployed = make(cluster, "deploy", *variables)
-    applied = _dry_run_lines(deployed.stdout)
+    applied = dry_run_lines(deployed.stdout)
     assert len(applied) == len(expected), deployed.stdout
     assert any(line.startswith("deployment.apps/webserver-operator-controller-manager ") for line in applied), applied
     assert any(line.startswith(f"namespace/{restricted_namespace} ") for line in applied), applied
@@ -174,7 +145,7 @@ def test_deploy_and_undeploy_into_a_restricted_namespace(
         "deployment", "webserver-operator-controller-manager", namespace=restricted_namespace
     )
     undeployed = make(cluster, "undeploy", *variables)
-    deleted = _dry_run_lines(undeployed.stdout)
+    deleted = dry_run_lines(undeployed.stdout)
     # Only what exists can be deleted: the namespace and the CRD; everything else is ignored as not found.
     assert f'namespace "{restricted_namespace}" deleted {DRY_RUN_SUFFIX}' in deleted, undeployed.stdout
     assert f'customresourcedefinition.apiextensions.k8s.io "{CRD_NAME}" deleted {DRY_RUN_SUFFIX}' in deleted
@@ -214,4 +185,4 @@ def test_chart_package_is_versioned_lint_clean_and_accepted(
         timeout=60,
         check=True,
     ).stdout
-    _server_dry_run(cluster, _docs(rendered))
+    server_dry_run(cluster, docs_of(rendered))

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cluster import HACK, Cluster, tools_bin
+from harness.paths import HACK, tools_bin
+from tests.support.cluster import Cluster
 
 NODES = 20
 

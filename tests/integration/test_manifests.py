@@ -12,9 +12,6 @@ them later), so the operator's pod template is also submitted as a bare Pod in a
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,27 +20,25 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.chart import LEADER_ELECTION_RULES, MANAGER_RULES, METRICS_AUTH_RULES, Rule, restricted_violations
+from harness.paths import CONFIG
+from tests.support.chart import (
+    LEADER_ELECTION_RULES,
+    MANAGER_RULES,
+    METRICS_AUTH_RULES,
+    Rule,
+    docs_of,
+)
 from tests.support.cluster import Cluster
+from tests.support.manifests import (
+    assert_enforcement_is_on,
+    assert_restricted_pss_admits,
+    bare_pod,
+    helm_template,
+    kustomize_overlay,
+    server_dry_run,
+)
 from tests.support.rbac import can_i_list
 from webserver_operator.api.crd import CRD_FILE_NAME, CRD_NAME
-
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "charts" / "webserver-operator"
-CONFIG = ROOT / "config"
-
-
-@pytest.fixture
-def restricted_namespace(cluster: Cluster, namespace: str) -> str:
-    """The test namespace, enforcing the `restricted` Pod Security Standard."""
-    cluster.kubectl(
-        "label",
-        "namespace",
-        namespace,
-        "pod-security.kubernetes.io/enforce=restricted",
-        "pod-security.kubernetes.io/enforce-version=latest",
-    )
-    return namespace
 
 
 @pytest.fixture
@@ -52,85 +47,10 @@ def other_namespace(cluster: Cluster) -> Iterator[str]:
         yield name
 
 
-def _docs(text: str) -> list[dict[str, Any]]:
-    return [doc for doc in yaml.safe_load_all(text) if doc]
-
-
-def _dump(docs: list[dict[str, Any]]) -> str:
-    return yaml.safe_dump_all(docs, sort_keys=False)
-
-
-def _server_dry_run(cluster: Cluster, docs: list[dict[str, Any]]) -> None:
-    """kubectl apply --dry-run=server (strict field validation): every object must be accepted."""
-    result = cluster.kubectl("apply", "--dry-run=server", "-f", "-", input=_dump(docs), check=False, timeout=120)
-    assert result.returncode == 0, f"API server rejected the manifests:\n{result.stderr}"
-    accepted = [line for line in result.stdout.splitlines() if line.endswith("(server dry run)")]
-    assert len(accepted) == len(docs), result.stdout
-
-
-def _helm_template(cluster: Cluster, release: str, namespace: str, *args: str) -> list[dict[str, Any]]:
-    assert cluster.helm_path.is_file(), f"helm not found at {cluster.helm_path}: run `make tools`"
-    result = subprocess.run(
-        [str(cluster.helm_path), "template", release, str(CHART), "--namespace", namespace, *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env=cluster.env(),
-    )
-    assert result.returncode == 0, result.stderr
-    return _docs(result.stdout)
-
-
 def _kustomize_into(cluster: Cluster, namespace: str, tmp_path: Path) -> list[dict[str, Any]]:
     """config/default rendered through an overlay that only moves it into ``namespace``."""
-    overlay = tmp_path / "overlay"
-    overlay.mkdir()
-    base = os.path.relpath(CONFIG / "default", overlay)  # kustomize refuses absolute paths
-    (overlay / "kustomization.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "kustomize.config.k8s.io/v1beta1",
-                "kind": "Kustomization",
-                "namespace": namespace,
-                "resources": [base],
-            }
-        )
-    )
-    return _docs(cluster.kubectl("kustomize", str(overlay)).stdout)
-
-
-def _bare_pod(template: dict[str, Any], name: str, namespace: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": template["metadata"].get("labels", {})},
-        "spec": template["spec"],
-    }
-
-
-def _create_dry_run(cluster: Cluster, pod: dict[str, Any]) -> subprocess.CompletedProcess[str]:
-    return cluster.kubectl("create", "--dry-run=server", "-o", "name", "-f", "-", input=json.dumps(pod), check=False)
-
-
-def _assert_restricted_pss_admits(cluster: Cluster, pod: dict[str, Any]) -> None:
-    assert restricted_violations(pod["spec"]) == []
-    result = _create_dry_run(cluster, pod)
-    assert result.returncode == 0, f"Pod Security admission rejected {pod['metadata']['name']}: {result.stderr}"
-    assert "violates PodSecurity" not in result.stderr, result.stderr
-
-
-def _assert_enforcement_is_on(cluster: Cluster, namespace: str) -> None:
-    """A pod with no securityContext at all must be rejected: otherwise the admissions above prove nothing."""
-    naive = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "naive", "namespace": namespace},
-        "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]},
-    }
-    result = _create_dry_run(cluster, naive)
-    assert result.returncode != 0, "a pod without securityContext was admitted: is PodSecurity enforcing?"
-    assert "violates PodSecurity" in result.stderr, result.stderr
+    kustomization = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "namespace": namespace}
+    return kustomize_overlay(cluster, tmp_path, kustomization, bases=(CONFIG / "default",))
 
 
 def _ensure_crd(cluster: Cluster) -> None:
@@ -175,7 +95,7 @@ def test_kustomize_default_is_accepted_by_the_api_server(
     )
     (namespace_doc,) = [d for d in docs if d["kind"] == "Namespace"]
     assert namespace_doc["metadata"]["name"] == restricted_namespace
-    _server_dry_run(cluster, docs)
+    server_dry_run(cluster, docs)
 
 
 def test_kustomize_manager_pod_is_admitted_in_a_restricted_namespace(
@@ -185,16 +105,16 @@ def test_kustomize_manager_pod_is_admitted_in_a_restricted_namespace(
     (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
     template = deployment["spec"]["template"]
     template["spec"]["serviceAccountName"] = "default"  # the dry run does not create the ServiceAccount
-    _assert_enforcement_is_on(cluster, restricted_namespace)
-    _assert_restricted_pss_admits(cluster, _bare_pod(template, "kustomize-manager", restricted_namespace))
+    assert_enforcement_is_on(cluster, restricted_namespace)
+    assert_restricted_pss_admits(cluster, bare_pod(template, "kustomize-manager", restricted_namespace))
 
 
 def test_sample_webserver_is_accepted(cluster: Cluster, namespace: str) -> None:
     _ensure_crd(cluster)
-    docs = _docs(cluster.kubectl("kustomize", str(CONFIG / "samples")).stdout)
+    docs = docs_of(cluster.kubectl("kustomize", str(CONFIG / "samples")).stdout)
     for doc in docs:
         doc["metadata"]["namespace"] = namespace
-    _server_dry_run(cluster, docs)
+    server_dry_run(cluster, docs)
 
 
 # --- the Helm chart ---------------------------------------------------------------------------------------------------
@@ -206,7 +126,7 @@ def test_helm_template_is_accepted_by_the_api_server(
 ) -> None:
     args = ["--set", f"watchNamespaces={{{other_namespace},{restricted_namespace}}}"] if watch else []
     args += ["--set", "podDisruptionBudget.enabled=true,metrics.grafanaDashboard.enabled=true"]
-    docs = _helm_template(cluster, "manifests", restricted_namespace, *args)
+    docs = helm_template(cluster, "manifests", restricted_namespace, *args)
     kinds = {d["kind"] for d in docs}
     assert {"Deployment", "ServiceAccount", "Role", "RoleBinding", "Pod", "PodDisruptionBudget", "ConfigMap"} <= kinds
     manager_cluster_roles = [
@@ -214,18 +134,18 @@ def test_helm_template_is_accepted_by_the_api_server(
     ]
     assert bool(manager_cluster_roles) is not watch
     # The `helm test` Pod is in the list: the dry run admits it through Pod Security in the restricted namespace.
-    _server_dry_run(cluster, docs)
+    server_dry_run(cluster, docs)
 
 
 def test_chart_pods_are_admitted_by_restricted_pod_security(cluster: Cluster, restricted_namespace: str) -> None:
-    docs = _helm_template(cluster, "pss", restricted_namespace)
+    docs = helm_template(cluster, "pss", restricted_namespace)
     (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
     template = deployment["spec"]["template"]
     template["spec"]["serviceAccountName"] = "default"  # the dry run does not create the ServiceAccount
-    _assert_enforcement_is_on(cluster, restricted_namespace)
-    _assert_restricted_pss_admits(cluster, _bare_pod(template, "chart-manager", restricted_namespace))
+    assert_enforcement_is_on(cluster, restricted_namespace)
+    assert_restricted_pss_admits(cluster, bare_pod(template, "chart-manager", restricted_namespace))
     (test_pod,) = [d for d in docs if d["kind"] == "Pod"]
-    _assert_restricted_pss_admits(cluster, test_pod)
+    assert_restricted_pss_admits(cluster, test_pod)
 
 
 @pytest.mark.parametrize("watch", [False, True], ids=["all-namespaces", "watchNamespaces"])
@@ -234,7 +154,7 @@ def test_chart_rbac_grants_exactly_what_the_operator_uses(
 ) -> None:
     release = f"rbac-{uuid.uuid4().hex[:6]}"
     args = ["--set", f"watchNamespaces={{{other_namespace}}}"] if watch else []
-    docs = _helm_template(cluster, release, restricted_namespace, *args)
+    docs = helm_template(cluster, release, restricted_namespace, *args)
     rbac_kinds = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
     rbac = [d for d in docs if d["kind"] in rbac_kinds]
     (service_account,) = [d["metadata"]["name"] for d in rbac if d["kind"] == "ServiceAccount"]
@@ -243,7 +163,7 @@ def test_chart_rbac_grants_exactly_what_the_operator_uses(
     (lease,) = [a.split("=", 1)[1] for a in args_ if a.startswith("--leader-election-id=")]
     cluster_scoped = [d for d in rbac if d["kind"].startswith("Cluster")]
     try:
-        cluster.apply(_dump(rbac))
+        cluster.apply(yaml.safe_dump_all(rbac, sort_keys=False))
         in_release_ns = _can_i(cluster, service_account, restricted_namespace, restricted_namespace)
         in_watched_ns = _can_i(cluster, service_account, restricted_namespace, other_namespace)
     finally:

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cluster import ROOT, Cluster
-from tests.support.operator import OperatorProcess
-from tests.support.scrape import metric_value, scrape
+from harness.operator import OperatorProcess
+from harness.paths import ROOT
+from harness.scrape import metric_value, scrape
+from tests.support.cluster import Cluster
 from tests.support.serviceaccounts import ClusterRoleBindings, cluster_role_from, service_account_token
 from tests.support.tls import issue_certificate
 

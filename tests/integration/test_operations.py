@@ -20,11 +20,12 @@ from typing import Any
 
 import yaml
 
+from harness.operator import OperatorProcess
 from tests.support.chart import MANAGER_RULES, Rule
 from tests.support.cluster import Cluster, wait_until
-from tests.support.operator import OperatorProcess
+from tests.support.factories import webserver
 from tests.support.proxy import FreezableProxy
-from tests.support.webservers import wait_condition, wait_field, wait_ready, webserver
+from tests.support.webservers import wait_condition, wait_field, wait_ready
 from webserver_operator.core.settings import ClientSettings, ServerSettings, WatchSettings
 from webserver_operator.manager.operator import Operator
 from webserver_operator.manager.settings import Settings

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.support.cluster import Cluster
+from tests.support.factories import webserver
 from tests.support.pod_security import ALLOWED, BEYOND, Beyond
 from webserver_operator.api.models import WebServer
 from webserver_operator.core.podsecurity import BASELINE_CAPABILITIES, baseline_violations
@@ -58,12 +59,7 @@ def _pod(spec: dict[str, Any]) -> dict[str, Any]:
 def test_the_most_permissive_webserver_renders_pods_that_pass_baseline(
     cluster: Cluster, crd: str, baseline_namespace: str
 ) -> None:
-    manifest = {
-        "apiVersion": "web.webserver-operator.dev/v1",
-        "kind": "WebServer",
-        "metadata": {"name": "web", "namespace": baseline_namespace},
-        "spec": MOST_PERMISSIVE_SPEC,
-    }
+    manifest = webserver(namespace=baseline_namespace, spec=MOST_PERMISSIVE_SPEC)
     admitted = cluster.kubectl(
         "create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(manifest), check=False
     )

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.cluster import ROOT, Cluster, wait_until
+from harness.paths import ROOT
+from tests.support.cluster import Cluster, wait_until
 from tests.support.webservers import condition, wait_field, wait_ready
 
 SAMPLES = ROOT / "config" / "samples"

@@ -12,9 +12,11 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.support.cluster import HACK, Cluster
-from tests.support.operator import OperatorProcess
-from tests.support.webservers import wait_field, wait_ready, webserver
+from harness.operator import OperatorProcess
+from harness.paths import HACK
+from tests.support.cluster import Cluster
+from tests.support.factories import webserver
+from tests.support.webservers import wait_field, wait_ready
 
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 

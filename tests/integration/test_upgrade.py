@@ -35,11 +35,13 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import CRD_FILE, apply_crd
-from tests.support.cluster import ROOT, Cluster, wait_until
-from tests.support.operator import OperatorProcess
+from harness.operator import OperatorProcess
+from harness.paths import CRD_FILE, ROOT
+from tests.integration.conftest import apply_crd
+from tests.support.cluster import Cluster, wait_until
+from tests.support.factories import webserver
 from tests.support.upgrades import CHANGELOG, declared_template_changes, template_changes, undeclared
-from tests.support.webservers import wait_ready, webserver
+from tests.support.webservers import wait_ready
 from webserver_operator.kube.client import FIELD_MANAGER
 
 BASELINE_REF = "cccf78031ec30c12a8a80469c9d93b38d83774e2"

@@ -15,7 +15,6 @@ own tokens through kubectl, as a person would:
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -26,12 +25,13 @@ from typing import Any
 import pytest
 import yaml
 
+from harness.paths import CONFIG
 from tests.support.chart import GROUP, USER_ROLES, Rule, user_roles_of
-from tests.support.cluster import ROOT, Cluster, wait_until
+from tests.support.cluster import Cluster, wait_until
+from tests.support.factories import webserver
+from tests.support.manifests import helm_template, kustomize_overlay
 from tests.support.rbac import can_i_list
-from tests.support.webservers import webserver
 
-CHART = ROOT / "charts" / "webserver-operator"
 KUBERNETES_ROLES = ("view", "edit", "admin")
 
 
@@ -65,25 +65,12 @@ class User:
 
 
 def _user_roles_from_chart(cluster: Cluster, release: str) -> list[dict[str, Any]]:
-    result = subprocess.run(
-        [str(cluster.helm_path), "template", release, str(CHART), "--namespace", "default"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env=cluster.env(),
-    )
-    assert result.returncode == 0, result.stderr
-    docs = [d for d in yaml.safe_load_all(result.stdout) if d]
+    docs = helm_template(cluster, release, "default")
     return [d for d in docs if d["kind"] == "ClusterRole" and not d["metadata"]["name"].endswith("-manager")]
 
 
 def _user_roles_from_config(cluster: Cluster, prefix: str, tmp_path: Path) -> list[dict[str, Any]]:
-    overlay = tmp_path / "overlay"
-    overlay.mkdir()
-    base = os.path.relpath(ROOT / "config" / "rbac", overlay)  # kustomize refuses absolute paths
-    (overlay / "kustomization.yaml").write_text(yaml.safe_dump({"namePrefix": prefix, "resources": [base]}))
-    docs = [d for d in yaml.safe_load_all(cluster.kubectl("kustomize", str(overlay)).stdout) if d]
+    docs = kustomize_overlay(cluster, tmp_path, {"namePrefix": prefix}, bases=(CONFIG / "rbac",))
     return [d for d in docs if d["kind"] == "ClusterRole" and "webserver-" in d["metadata"]["name"]]
 
 

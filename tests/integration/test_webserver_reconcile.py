@@ -12,17 +12,10 @@ from typing import Any
 
 import pytest
 
+from harness.operator import OperatorProcess
 from tests.support.cluster import Cluster, wait_until
-from tests.support.operator import OperatorProcess
-from tests.support.webservers import (
-    condition,
-    events_for,
-    free_node_port,
-    wait_condition,
-    wait_field,
-    wait_ready,
-    webserver,
-)
+from tests.support.factories import webserver
+from tests.support.webservers import condition, events_for, free_node_port, wait_condition, wait_field, wait_ready
 from webserver_operator.kube.client import FIELD_MANAGER
 
 pytestmark = pytest.mark.usefixtures("operator")

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-API_VERSION = "web.webserver-operator.dev/v1"
-DOC = Path(__file__).resolve().parents[2] / "docs" / "bad-input.md"
+from harness.paths import ROOT
+from tests.support.factories import webserver
+
+DOC = ROOT / "docs" / "bad-input.md"
 
 
 _UNSET: Any = object()
@@ -32,17 +33,9 @@ _UNSET: Any = object()
 def ws(
     name: str = "web", *, metadata: dict[str, Any] | None = None, spec: Any = _UNSET, **fields: Any
 ) -> dict[str, Any]:
-    """A WebServer manifest: ``fields`` become the spec, unless ``spec`` is given (``None`` leaves it out)."""
-    body: dict[str, Any] = {
-        "apiVersion": API_VERSION,
-        "kind": "WebServer",
-        "metadata": {"name": name, **(metadata or {})},
-    }
-    if spec is _UNSET:
-        body["spec"] = fields
-    elif spec is not None:
-        body["spec"] = spec
-    return body
+    """A row's manifest: ``fields`` become the spec exactly (no defaults: a row says what it sends), unless ``spec``
+    is given (``None`` leaves it out)."""
+    return webserver(name, metadata=metadata, spec=fields if spec is _UNSET else spec)
 
 
 @dataclass(frozen=True)

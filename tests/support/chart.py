@@ -6,6 +6,7 @@ The RBAC rules the operator needs and the restricted Pod Security checklist live
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -14,16 +15,18 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.cluster import tools_bin
+from harness.paths import CHART, tools_bin
 from tests.support.markers import require_tools_marker
 
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "charts" / "webserver-operator"
 RELEASE = "rel"
 NAMESPACE = "ops"
 FULLNAME = f"{RELEASE}-webserver-operator"
 LEASE = f"{FULLNAME}-leader"
 GROUP = "web.webserver-operator.dev"
+KUSTOMIZE_NAMESPACE = "webserver-operator-system"
+"""Where config/default installs the operator (kubebuilder's ``<project>-system``)."""
+KUSTOMIZE_PREFIX = "webserver-operator-"
+"""config/default's ``namePrefix``."""
 
 Rule = tuple[str, str, str]
 
@@ -106,20 +109,44 @@ def kubectl_binary() -> Path:
     return built_tool("kubectl")
 
 
+def docs_of(text: str) -> list[dict[str, Any]]:
+    """The objects of a multi-document YAML stream (helm template, kubectl kustomize), empty documents left out."""
+    return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
 def helm_template(
-    *args: str, release: str = RELEASE, namespace: str = NAMESPACE, check: bool = True
+    *args: str,
+    release: str = RELEASE,
+    namespace: str = NAMESPACE,
+    values: Mapping[str, Any] | None = None,
+    check: bool = True,
 ) -> subprocess.CompletedProcess[str]:
-    cmd = [str(helm_binary()), "template", release, str(CHART), "--namespace", namespace, *args]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+    """`helm template` of the chart; ``values`` are passed as a values file on stdin (``-f -``)."""
+    cmd = [str(helm_binary()), "template", release, str(CHART), "--namespace", namespace]
+    if values is not None:
+        cmd += ["-f", "-"]
+    cmd += args
+    stdin = None if values is None else json.dumps(values)
+    result = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=60, check=False)
     if check and result.returncode != 0:
         raise AssertionError(f"helm template {' '.join(args)} failed: {result.stderr.strip()}")
     return result
 
 
-def render(*args: str, release: str = RELEASE, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
-    """The chart's objects (including `helm test` hooks) for the given --set/-f arguments."""
-    text = helm_template(*args, release=release, namespace=namespace).stdout
-    return [doc for doc in yaml.safe_load_all(text) if doc]
+def render(
+    *args: str, release: str = RELEASE, namespace: str = NAMESPACE, values: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """The chart's objects (including `helm test` hooks) for the given --set/-f arguments and ``values``."""
+    return docs_of(helm_template(*args, release=release, namespace=namespace, values=values).stdout)
+
+
+def kustomize(directory: Path) -> list[dict[str, Any]]:
+    """`kubectl kustomize <directory>` offline: the objects a kustomization renders."""
+    result = subprocess.run(
+        [str(kubectl_binary()), "kustomize", str(directory)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, f"kubectl kustomize {directory} failed: {result.stderr}"
+    return docs_of(result.stdout)
 
 
 def find(docs: Iterable[Mapping[str, Any]], kind: str, name: str | None = None) -> list[dict[str, Any]]:

@@ -31,19 +31,13 @@ from typing import Any, TypeVar
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-HACK = ROOT / "hack"
+from harness.paths import HACK, tools_bin
 
 T = TypeVar("T")
 
 
 class ClusterUnavailableError(RuntimeError):
     """The requested test cluster cannot be provided; the message says why and what to do."""
-
-
-def tools_bin() -> Path:
-    out = subprocess.run([str(HACK / "tools.sh"), "bindir"], check=True, capture_output=True, text=True)
-    return Path(out.stdout.strip())
 
 
 DEFAULT_OPERATOR_IMAGE = "localhost/webserver-operator:dev"

@@ -41,7 +41,7 @@ def apply_merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386: what the API server does with ``application/merge-patch+json``."""
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, dict) else {}
+    result = copy.deepcopy(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)

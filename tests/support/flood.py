@@ -19,7 +19,7 @@ from typing import Any
 
 import aiohttp
 
-from tests.support.scrape import client_context
+from harness.scrape import client_context
 
 
 async def flood(url: str, *, token: str | None, concurrency: int, seconds: float) -> dict[str, Any]:

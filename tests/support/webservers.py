@@ -1,4 +1,5 @@
-"""WebServer manifests and `kubectl`-level observations shared by the integration and e2e suites."""
+"""`kubectl`-level observations of WebServers shared by the integration and e2e suites (their manifests come from
+tests/support/factories.py)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,6 @@ import random
 from typing import Any
 
 from tests.support.cluster import Cluster, wait_until
-
-API_VERSION = "web.webserver-operator.dev/v1"
-
-
-def webserver(name: str, **spec: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {"image": "nginx:1.27", "replicas": 2}
-    body.update(spec)
-    return {"apiVersion": API_VERSION, "kind": "WebServer", "metadata": {"name": name}, "spec": body}
 
 
 def condition(obj: dict[str, Any] | None, type_: str = "Ready") -> dict[str, Any] | None:

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Any
+from functools import partial
 
 import pytest
 from pydantic import ValidationError
 
+from tests.support.factories import webserver
 from webserver_operator.api.models import (
-    API_VERSION,
     IMAGE_PATTERN,
-    KIND,
     MAX_REPLICAS,
     NAME_MAX_LENGTH,
     NAME_PATTERN,
@@ -32,13 +31,7 @@ from webserver_operator.api.models import (
 DIGEST = "sha256:" + "a" * 64
 
 
-def _webserver(**spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
-        "metadata": {"name": "web", "namespace": "default", "uid": "u-1", "generation": 4},
-        "spec": {"image": "nginx:1.27", **spec},
-    }
+_webserver = partial(webserver, namespace="default", uid="u-1", generation=4, replicas=None)  # the CRD's defaults
 
 
 def test_minimal_webserver_parses_with_defaults() -> None:

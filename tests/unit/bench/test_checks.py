@@ -4,23 +4,21 @@ from typing import Any
 
 from bench import checks
 from bench.tracker import State
+from tests.support.factories import webserver
 
 Obj = dict[str, Any]
 
 
 def ws(generation: int = 2, *, observed: int = 2, condition_generation: int = 2, ready: str = "True") -> Obj:
-    return {
-        "metadata": {"name": "web", "uid": "u-1", "generation": generation},
-        "spec": {"image": "nginx:1.27", "replicas": 1, "port": 80},
-        "status": {
-            "observedGeneration": observed,
-            "replicas": 1,
-            "readyReplicas": 1,
-            "selector": "app.kubernetes.io/instance=web,app.kubernetes.io/name=webserver",
-            "nodePort": 30080,
-            "conditions": [{"type": "Ready", "status": ready, "observedGeneration": condition_generation}],
-        },
+    status = {
+        "observedGeneration": observed,
+        "replicas": 1,
+        "readyReplicas": 1,
+        "selector": "app.kubernetes.io/instance=web,app.kubernetes.io/name=webserver",
+        "nodePort": 30080,
+        "conditions": [{"type": "Ready", "status": ready, "observedGeneration": condition_generation}],
     }
+    return webserver(uid="u-1", generation=generation, replicas=1, port=80, status=status)
 
 
 def deployment(*, generation: int = 3, observed: int = 3, replicas: int = 1, available: int = 1) -> Obj:

@@ -7,12 +7,12 @@ import time
 from pathlib import Path
 
 from chaos.__main__ import exit_code
-from chaos.audit import Request
 from chaos.failure import Phase
 from chaos.report import render, summary
 from chaos.scenario import FULL, SHORT, Measured, Result, quiet_rule, with_faults
 from chaos.toxiproxy import ToxiproxyError
 from chaos.verdicts import Figures, Rule, Window
+from harness.audit import Request
 
 
 async def test_an_error_in_a_fault_becomes_a_failure_naming_the_fault_the_step_and_the_time(tmp_path: Path) -> None:

@@ -7,11 +7,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from chaos import identity, trust
-from chaos.audit import AuditLog, Request
 from chaos.fencing import covering, grants, late_writes
 from chaos.replica import Incident
 from chaos.toxiproxy import Toxiproxy
 from chaos.verdicts import Window, lease_timeline
+from harness.audit import AuditLog, Request
 from tests.unit.chaos.fake_harness import FakeHarness
 
 LEASE = "chaos-unit-leader"

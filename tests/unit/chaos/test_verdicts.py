@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from chaos.audit import AuditLog, Request
 from chaos.replica import Incident
 from chaos.verdicts import Window, deposed_writes, figures, leader_changes, lease_timeline, rules
+from harness.audit import AuditLog, Request
 
 LEASE = "chaos-leader"
 A = "system:serviceaccount:webserver-operator-audited:chaos-op-a"

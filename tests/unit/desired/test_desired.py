@@ -1,9 +1,11 @@
 """The desired children: the exact objects a WebServer turns into."""
 
+from functools import partial
 from typing import Any
 
 import pytest
 
+from tests.support.factories import webserver, webserver_model
 from webserver_operator.api.models import API_VERSION, WebServer
 from webserver_operator.desired import (
     CHILD_LABEL_SELECTOR,
@@ -16,16 +18,7 @@ from webserver_operator.desired import (
     selector_string,
 )
 
-
-def make_ws(metadata: dict[str, Any] | None = None, **spec: Any) -> WebServer:
-    return WebServer.model_validate(
-        {
-            "apiVersion": API_VERSION,
-            "kind": "WebServer",
-            "metadata": metadata or {"name": "web", "namespace": "team-a", "uid": "uid-1", "generation": 1},
-            "spec": {"image": "nginx:1.27", **spec},
-        }
-    )
+make_ws = partial(webserver_model, replicas=None)  # the spec as written: an image, the rest the CRD's defaults
 
 
 OWNER = {
@@ -65,7 +58,7 @@ def test_owner_reference() -> None:
 
 def test_owner_reference_needs_a_uid() -> None:
     with pytest.raises(ValueError, match=r"no metadata\.uid"):
-        owner_reference(make_ws({"name": "web", "namespace": "team-a"}))
+        owner_reference(WebServer.model_validate(webserver(namespace="team-a", replicas=None)))
 
 
 def test_desired_deployment_minimal() -> None:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.scrape import scrape
 from tests.support.review_api import ReviewApi
-from tests.support.scrape import scrape
 from tests.support.tls import issue_certificate
 from webserver_operator.core.settings import ClientSettings, ServerSettings
 from webserver_operator.kube.errors import ConfigurationError

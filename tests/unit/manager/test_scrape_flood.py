@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cluster import ROOT
+from harness.paths import ROOT
+from harness.scrape import scrape
 from tests.support.review_api import ReviewApi
-from tests.support.scrape import scrape
 from webserver_operator import metrics
 from webserver_operator.core.settings import ClientSettings, ServerSettings
 from webserver_operator.manager.endpoints import ProbeServer

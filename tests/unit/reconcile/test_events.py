@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from tests.support import factories
 from tests.support.fake_api import FakeApi, status_error
 from webserver_operator import metrics
-from webserver_operator.api.models import WEBSERVERS
 from webserver_operator.core.resources import EVENTS
 from webserver_operator.reconcile.events import EventRecorder
 
@@ -19,11 +19,8 @@ NS = "team-a"
 
 
 def webserver(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": WEBSERVERS.api_version,
-        "kind": "WebServer",
-        "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}", "resourceVersion": "7"},
-    }
+    """The involved object as the reconciler hands it on: metadata is what an Event refers to."""
+    return factories.webserver(name, namespace=NS, uid=f"uid-{name}", resource_version="7", spec=None)
 
 
 def stored_events(api: FakeApi) -> list[tuple[str, str, str]]:

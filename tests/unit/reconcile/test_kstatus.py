@@ -7,12 +7,14 @@ new generation is observed; Failed on a stall that needs a person.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import pytest
 
+from tests.support.factories import deployment, webserver
 from tests.support.kstatus import verdicts
-from webserver_operator.api.models import API_VERSION, WebServer
+from webserver_operator.api.models import WebServer
 from webserver_operator.reconcile.problems import Problem
 from webserver_operator.reconcile.status import compute_status
 
@@ -21,27 +23,8 @@ pytestmark = pytest.mark.tools
 NOW = datetime(2026, 11, 23, tzinfo=UTC)
 
 
-def webserver(*, generation: int = 2, replicas: int = 3) -> dict[str, Any]:
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "WebServer",
-        "metadata": {"name": "web", "namespace": "ns", "uid": "u", "generation": generation},
-        "spec": {"image": "nginx:1.27", "replicas": replicas},
-    }
-
-
-def deployment(*, spec_replicas: int = 3, replicas: int = 3, updated: int = 3, available: int = 3) -> dict[str, Any]:
-    return {
-        "metadata": {"generation": 1},
-        "spec": {"replicas": spec_replicas},
-        "status": {
-            "observedGeneration": 1,
-            "replicas": replicas,
-            "updatedReplicas": updated,
-            "readyReplicas": available,
-            "availableReplicas": available,
-        },
-    }
+WS = webserver(namespace="ns", uid="u", generation=2, replicas=3)
+observed_deployment = partial(deployment, generation=1, observed=1, omit_zero=False)
 
 
 SERVICE = {"spec": {"ports": [{"name": "http", "nodePort": 30080}]}}
@@ -52,27 +35,27 @@ def with_status(obj: dict[str, Any], **children: Any) -> dict[str, Any]:
 
 
 CASES = {
-    "Creating": (with_status(webserver(), deployment=None, service=None, problem=None), "InProgress"),
+    "Creating": (with_status(WS, deployment=None, service=None, problem=None), "InProgress"),
     "Scaling": (
-        with_status(webserver(), deployment=deployment(spec_replicas=1, replicas=1), service=SERVICE, problem=None),
+        with_status(WS, deployment=observed_deployment(spec_replicas=1, replicas=1), service=SERVICE, problem=None),
         "InProgress",
     ),
     "RollingOut": (
         with_status(
-            webserver(), deployment=deployment(replicas=4, updated=1, available=3), service=SERVICE, problem=None
+            WS, deployment=observed_deployment(replicas=4, updated=1, available=3), service=SERVICE, problem=None
         ),
         "InProgress",
     ),
     "Conflict": (
         with_status(
-            webserver(),
+            WS,
             deployment=None,
             service=SERVICE,
             problem=Problem("DeploymentConflict", "a Deployment named web already exists; delete or rename it"),
         ),
         "Failed",
     ),
-    "Ready": (with_status(webserver(), deployment=deployment(), service=SERVICE, problem=None), "Current"),
+    "Ready": (with_status(WS, deployment=observed_deployment(), service=SERVICE, problem=None), "Current"),
 }
 
 

@@ -2,11 +2,13 @@
 
 import copy
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import pytest
 
-from webserver_operator.api.models import API_VERSION, WebServer
+from tests.support.factories import webserver_model
+from tests.support.fake_api import apply_merge_patch
 from webserver_operator.core.jsondiff import compare
 from webserver_operator.desired import desired_deployment, desired_service, owner_reference
 from webserver_operator.reconcile.owned import merge_owned_deployment, merge_owned_service, selector_mismatch
@@ -25,15 +27,7 @@ RV = "4711"
 ALLOCATED_NODE_PORT = 31234
 
 
-def make_ws(**spec: Any) -> WebServer:
-    return WebServer.model_validate(
-        {
-            "apiVersion": API_VERSION,
-            "kind": "WebServer",
-            "metadata": {"name": "web", "namespace": "team-a", "uid": "uid-1", "generation": 1},
-            "spec": {"image": "nginx:1.27", "replicas": 3, **spec},
-        }
-    )
+make_ws = partial(webserver_model, replicas=3)
 
 
 # --- what the API server stores --------------------------------------------------------------------------------------
@@ -44,19 +38,6 @@ _CANONICAL = {"0.5": "500m", "1024Mi": "1Gi", 1073741824: "1Gi", 1: "1", "1000m"
 
 def canonical_resources(resources: Obj) -> Obj:
     return {kind: {name: _CANONICAL.get(q, str(q)) for name, q in values.items()} for kind, values in resources.items()}
-
-
-def apply_merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386, as the API server applies it."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = apply_merge_patch(result.get(key), value)
-    return result
 
 
 def server_metadata(obj: Obj) -> Obj:

@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 import copy
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import pytest
 
+from tests.support import factories
 from tests.support.fake_api import FakeApi, status_error
 from webserver_operator import metrics
 from webserver_operator.api.models import WEBSERVERS
@@ -61,13 +63,7 @@ class LabelledCache(LiveCache):
         return obj if obj is not None and labels.items() >= child_labels(key[1]).items() else None
 
 
-def webserver(**spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": WEBSERVERS.api_version,
-        "kind": "WebServer",
-        "metadata": {"name": NAME, "namespace": NS},
-        "spec": {"image": "nginx:1.27", "replicas": 2, "port": 80, **spec},
-    }
+webserver = partial(factories.webserver, namespace=NS, port=80)
 
 
 class _Settled(WebServerReconciler):

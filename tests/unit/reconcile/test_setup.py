@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.support import factories
 from webserver_operator import metrics
 from webserver_operator.reconcile.setup import publish_ready
 
@@ -16,7 +17,7 @@ def sample(name: str, condition: str) -> float | None:
 
 def webserver(name: str, ready: str | None) -> dict[str, Any]:
     conditions = [{"type": "Ready", "status": ready}] if ready else []
-    return {"metadata": {"namespace": "ns", "name": name}, "status": {"conditions": conditions}}
+    return factories.webserver(name, namespace="ns", spec=None, status={"conditions": conditions})
 
 
 def test_one_series_per_status_value_the_current_one_is_1() -> None:

@@ -5,7 +5,8 @@ from typing import Any
 
 import pytest
 
-from webserver_operator.api.models import API_VERSION, WebServer
+from tests.support.factories import deployment, service, webserver_model
+from webserver_operator.api.models import WebServer
 from webserver_operator.reconcile.problems import Problem
 from webserver_operator.reconcile.status import compute_status, ready_verdict, status_changed
 
@@ -28,51 +29,9 @@ PREVIOUS: dict[str, Any] = {
 }
 
 
-def make_ws(status: Obj | None = None, generation: int = 2, **spec: Any) -> WebServer:
-    obj: Obj = {
-        "apiVersion": API_VERSION,
-        "kind": "WebServer",
-        "metadata": {"name": "web", "namespace": "team-a", "uid": "uid-1", "generation": generation},
-        "spec": {"image": "nginx:1.27", "replicas": 3, **spec},
-    }
-    if status is not None:
-        obj["status"] = status
-    return WebServer.model_validate(obj)
-
-
-def deployment(
-    *,
-    generation: int = 5,
-    observed: int | None = 5,
-    spec_replicas: int = 3,
-    replicas: int = 3,
-    updated: int = 3,
-    available: int = 3,
-    ready: int = 3,
-    conditions: list[Obj] | None = None,
-) -> Obj:
-    status: Obj = {
-        "replicas": replicas,
-        "updatedReplicas": updated,
-        "availableReplicas": available,
-        "readyReplicas": ready,
-        "conditions": conditions or [],
-    }
-    if observed is not None:
-        status["observedGeneration"] = observed
-    status = {key: value for key, value in status.items() if value}  # the API server omits zero counts
-    return {
-        "metadata": {"name": "web", "generation": generation},
-        "spec": {"replicas": spec_replicas},
-        "status": status,
-    }
-
-
-def service(node_port: int | None = 31234) -> Obj:
-    port: Obj = {"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}
-    if node_port is not None:
-        port["nodePort"] = node_port
-    return {"metadata": {"name": "web"}, "spec": {"type": "NodePort", "ports": [port]}}
+def make_ws(status: Obj | None = None, **fields: Any) -> WebServer:
+    """The WebServer these cases judge: generation 2 of three replicas, with ``status`` as last written."""
+    return webserver_model(status=status, **{"generation": 2, "replicas": 3, **fields})
 
 
 REPLICA_FAILURE = {

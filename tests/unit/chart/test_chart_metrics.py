@@ -14,20 +14,23 @@ from typing import Any
 
 import pytest
 
+from harness.paths import CONFIG
 from tests.support.chart import (
     FULLNAME,
+    KUSTOMIZE_NAMESPACE,
+    KUSTOMIZE_PREFIX,
     METRICS_AUTH_RULES,
     NAMESPACE,
     deployment_of,
     find,
     flag_values_of,
     helm_template,
+    kustomize,
     manager_of,
     one,
     render,
     rule_triples,
 )
-from tests.unit.test_chart_kustomize import CONFIG, PREFIX, SYSTEM, kustomize
 
 pytestmark = pytest.mark.tools
 
@@ -200,14 +203,14 @@ def test_config_manager_serves_https_behind_reviews(default: list[dict[str, Any]
     (port,) = [p for p in manager["ports"] if p["name"] == "metrics"]
     service = one(default, "Service")
     assert port["containerPort"] == service["spec"]["ports"][0]["port"] == 8443
-    auth = one(default, "ClusterRole", f"{PREFIX}metrics-auth-role")
+    auth = one(default, "ClusterRole", f"{KUSTOMIZE_PREFIX}metrics-auth-role")
     assert rule_triples(auth["rules"]) == METRICS_AUTH_RULES
-    binding = one(default, "ClusterRoleBinding", f"{PREFIX}metrics-auth-rolebinding")
-    assert binding["roleRef"]["name"] == f"{PREFIX}metrics-auth-role"
+    binding = one(default, "ClusterRoleBinding", f"{KUSTOMIZE_PREFIX}metrics-auth-rolebinding")
+    assert binding["roleRef"]["name"] == f"{KUSTOMIZE_PREFIX}metrics-auth-role"
     assert binding["subjects"] == [
-        {"kind": "ServiceAccount", "name": f"{PREFIX}controller-manager", "namespace": SYSTEM}
+        {"kind": "ServiceAccount", "name": f"{KUSTOMIZE_PREFIX}controller-manager", "namespace": KUSTOMIZE_NAMESPACE}
     ]
-    assert one(default, "ClusterRole", f"{PREFIX}metrics-reader")["rules"] == READER_RULES
+    assert one(default, "ClusterRole", f"{KUSTOMIZE_PREFIX}metrics-reader")["rules"] == READER_RULES
 
 
 def test_config_prometheus_monitor_scrapes_as_kubebuilder_does() -> None:
@@ -240,10 +243,10 @@ def test_uncommenting_the_options_in_config_default_adds_them(tmp_path: Path) ->
         text.replace("#- ../prometheus", "- ../prometheus").replace("#- ../network-policy", "- ../network-policy")
     )
     docs = kustomize(config / "default")
-    policy = one(docs, "NetworkPolicy", f"{PREFIX}allow-metrics-traffic")
+    policy = one(docs, "NetworkPolicy", f"{KUSTOMIZE_PREFIX}allow-metrics-traffic")
     monitor = one(docs, "ServiceMonitor")
     (deployment,) = find(docs, "Deployment")
-    assert policy["metadata"]["namespace"] == monitor["metadata"]["namespace"] == SYSTEM
+    assert policy["metadata"]["namespace"] == monitor["metadata"]["namespace"] == KUSTOMIZE_NAMESPACE
     assert (
         policy["spec"]["podSelector"]["matchLabels"].items()
         <= deployment["spec"]["template"]["metadata"]["labels"].items()

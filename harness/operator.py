@@ -1,12 +1,15 @@
-"""Run the operator as a real process for tests: the same `webserver-operator run` users start.
+"""Run the operator as a real process: the same `webserver-operator run` users start.
 
 Why a subprocess and not an in-process task: signals, exit codes, the probe thread, logging setup and settings
 parsing are part of what is tested, and a test must be able to kill -9 it. The process binds its probe and metrics
 ports to 127.0.0.1:0; the ports (and the metrics scheme) are read from its first JSON log line.
 
+``run_command`` is the command line every runner starts from (the tests' ``OperatorProcess`` here, the benchmark's
+``ours`` and the chaos replicas), so a flag the operator renames breaks all of them at once, not one in silence.
+
 Metrics are plain HTTP on 127.0.0.1 unless the args say otherwise (``--no-metrics-secure`` comes first, so an
 ``--metrics-secure`` in ``args``, e.g. the chart's, wins): then ``metrics_token`` is sent as a bearer token over
-HTTPS, as Prometheus does (tests/support/scrape.py).
+HTTPS, as Prometheus does (harness/scrape.py).
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -23,7 +25,29 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.support.scrape import metric_value, scrape
+from harness.process import Process
+from harness.scrape import metric_value, scrape
+
+
+def run_command(
+    *, kubeconfig: Path | None = None, args: Sequence[str] = (), metrics_bind: str = "127.0.0.1:0"
+) -> list[str]:
+    """The operator's ``run`` command line for this Python.
+
+    Its probe port (and metrics, unless ``metrics_bind="0"``) on a free loopback port, then ``--kubeconfig`` when
+    given, then ``args`` (so a flag in ``args`` wins).
+    """
+    cmd = [
+        sys.executable,
+        "-m",
+        "webserver_operator",
+        "run",
+        "--health-probe-bind-address=127.0.0.1:0",
+        f"--metrics-bind-address={metrics_bind}",
+    ]
+    if kubeconfig is not None:
+        cmd.append(f"--kubeconfig={kubeconfig}")
+    return [*cmd, *args]
 
 
 class OperatorProcess:
@@ -40,55 +64,34 @@ class OperatorProcess:
         metrics_token: str | None = None,
         before_secure_metrics: bool = False,
     ) -> None:
-        """``before_secure_metrics``: the operator predates ``--metrics-secure`` (the upgrade test's baseline) and
-        serves plain HTTP without being told; it would refuse the flag."""
-        cmd = [
-            sys.executable,
-            "-m",
-            "webserver_operator",
-            "run",
-            "--health-probe-bind-address=127.0.0.1:0",
-            "--metrics-bind-address=127.0.0.1:0",
+        """Start the operator; ``wait_started()`` waits for its ports and readiness.
+
+        ``before_secure_metrics``: the operator predates ``--metrics-secure`` (the upgrade test's baseline) and serves
+        plain HTTP without being told; it would refuse the flag.
+        """
+        flags = (
             *(() if before_secure_metrics else ("--no-metrics-secure",)),
             "--log-format=json",
             "--log-level=DEBUG",
-        ]
-        if kubeconfig is not None:
-            cmd.append(f"--kubeconfig={kubeconfig}")
-        cmd += list(args)
-        full_env = dict(env if env is not None else os.environ)
-        full_env.setdefault("PYTHONUNBUFFERED", "1")
-        self.cmd = cmd
+        )
+        self.cmd = run_command(kubeconfig=kubeconfig, args=[*flags, *args])
         self.lines: list[dict[str, Any]] = []
         self.raw: list[str] = []
         self._lock = threading.Lock()
-        self._log_file = log_path.open("w", encoding="utf-8") if log_path else None
-        self.proc = subprocess.Popen(
-            cmd,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=full_env,
-            cwd=cwd,
-            start_new_session=True,
-        )
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        full_env = dict(env if env is not None else os.environ)
+        full_env.setdefault("PYTHONUNBUFFERED", "1")
+        self.process = Process(self.cmd, env=full_env, cwd=cwd, log_path=log_path, on_line=self._collect)
+        self.proc = self.process.proc
         self.health_port = 0
         self.metrics_port = 0
         self.metrics_scheme = "http"
         self.metrics_token = metrics_token
 
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            if self._log_file:
-                self._log_file.write(line)
-                self._log_file.flush()
-            with self._lock:
-                self.raw.append(line.rstrip("\n"))
-                with contextlib.suppress(json.JSONDecodeError):
-                    self.lines.append(json.loads(line))
+    def _collect(self, line: str) -> None:
+        with self._lock:
+            self.raw.append(line.rstrip("\n"))
+            with contextlib.suppress(json.JSONDecodeError):
+                self.lines.append(json.loads(line))
 
     def wait_started(self, timeout: float = 30, *, ready: bool = True) -> OperatorProcess:
         """Wait for the probe ports, then (unless ``ready=False``) for /readyz (caches synced)."""
@@ -139,20 +142,10 @@ class OperatorProcess:
         return metric_value(self.metrics_text(), name, labels)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-                raise AssertionError(f"operator did not stop within {timeout}s after {sig!r}:\n{self.tail()}") from None
-        self._reader.join(timeout=5)
-        if self.proc.stderr is not None:
-            self.proc.stderr.close()
-        if self._log_file:
-            self._log_file.close()
-        return self.proc.returncode
+        code = self.process.stop(sig, timeout)
+        if self.process.killed:
+            raise AssertionError(f"operator did not stop within {timeout}s after {sig!r}:\n{self.tail()}")
+        return code
 
     def kill(self) -> None:
         self.stop(signal.SIGKILL)

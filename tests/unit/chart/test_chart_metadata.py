@@ -7,12 +7,12 @@ deploys, a capability level the README does not justify).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+from harness.paths import ROOT
+
 CHART = ROOT / "charts" / "webserver-operator"
 LEVELS = ("Basic Install", "Seamless Upgrades", "Full Lifecycle", "Deep Insights", "Auto Pilot")
 CHANGE_KINDS = {"added", "changed", "deprecated", "removed", "fixed", "security"}

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import re
 import tomllib
-from pathlib import Path
 
 import yaml
 
+from harness.paths import ROOT
 from tests.support.readme import quickstart_blocks
 from webserver_operator import __version__
 
-ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "webserver-operator"
 SPDX = "Apache-2.0"
 # Registries a reader would take for "the image is published there".

@@ -7,13 +7,10 @@ USER_ROLES says; tests/integration/test_user_rbac.py checks on a real API server
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
-import yaml
 
-from tests.support.chart import FULLNAME, USER_ROLES, find, granted_of, kubectl_binary, render, user_roles_of
-from tests.support.cluster import ROOT
+from harness.paths import ROOT
+from tests.support.chart import FULLNAME, USER_ROLES, find, granted_of, kustomize, render, user_roles_of
 
 pytestmark = pytest.mark.tools
 
@@ -39,12 +36,5 @@ def test_user_roles_can_be_switched_off(setting: str) -> None:
 
 
 def test_config_rbac_ships_the_same_roles() -> None:
-    result = subprocess.run(
-        [str(kubectl_binary()), "kustomize", str(ROOT / "config" / "rbac")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    docs = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+    docs = kustomize(ROOT / "config" / "rbac")
     assert user_roles_of(docs, "") == USER_ROLES

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.chart import CHART
+from harness.paths import CHART
 from tests.support.monitoring import (
     exported_series_names,
     grafana_query_as_promql,

@@ -8,19 +8,19 @@ server.
 from __future__ import annotations
 
 import re
-import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from harness.paths import CONFIG
 from tests.support.chart import (
+    KUSTOMIZE_NAMESPACE,
+    KUSTOMIZE_PREFIX,
     LEADER_ELECTION_RULES,
     MANAGER_RULES,
     find,
     hardening_problems,
-    kubectl_binary,
+    kustomize,
     one,
     restricted_violations,
     rule_triples,
@@ -29,19 +29,6 @@ from webserver_operator import __version__
 from webserver_operator.api.crd import CRD_NAME, crd_manifest
 
 pytestmark = pytest.mark.tools
-
-ROOT = Path(__file__).resolve().parents[2]
-CONFIG = ROOT / "config"
-SYSTEM = "webserver-operator-system"
-PREFIX = "webserver-operator-"
-
-
-def kustomize(directory: Path) -> list[dict[str, Any]]:
-    result = subprocess.run(
-        [str(kubectl_binary()), "kustomize", str(directory)], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert result.returncode == 0, f"kubectl kustomize {directory} failed: {result.stderr}"
-    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
 
 
 @pytest.fixture(scope="module")
@@ -53,21 +40,21 @@ def test_default_renders_namespace_crd_rbac_and_manager(default: list[dict[str, 
     names = sorted((d["kind"], d["metadata"]["name"], d["metadata"].get("namespace")) for d in default)
     assert names == sorted(
         [
-            ("Namespace", SYSTEM, None),
+            ("Namespace", KUSTOMIZE_NAMESPACE, None),
             ("CustomResourceDefinition", CRD_NAME, None),
-            ("ServiceAccount", f"{PREFIX}controller-manager", SYSTEM),
-            ("ClusterRole", f"{PREFIX}manager-role", None),
-            ("ClusterRole", f"{PREFIX}webserver-viewer", None),
-            ("ClusterRole", f"{PREFIX}webserver-editor", None),
-            ("ClusterRole", f"{PREFIX}webserver-admin", None),
-            ("ClusterRoleBinding", f"{PREFIX}manager-rolebinding", None),
-            ("ClusterRole", f"{PREFIX}metrics-auth-role", None),
-            ("ClusterRoleBinding", f"{PREFIX}metrics-auth-rolebinding", None),
-            ("ClusterRole", f"{PREFIX}metrics-reader", None),
-            ("Role", f"{PREFIX}leader-election-role", SYSTEM),
-            ("RoleBinding", f"{PREFIX}leader-election-rolebinding", SYSTEM),
-            ("Service", f"{PREFIX}controller-manager-metrics-service", SYSTEM),
-            ("Deployment", f"{PREFIX}controller-manager", SYSTEM),
+            ("ServiceAccount", f"{KUSTOMIZE_PREFIX}controller-manager", KUSTOMIZE_NAMESPACE),
+            ("ClusterRole", f"{KUSTOMIZE_PREFIX}manager-role", None),
+            ("ClusterRole", f"{KUSTOMIZE_PREFIX}webserver-viewer", None),
+            ("ClusterRole", f"{KUSTOMIZE_PREFIX}webserver-editor", None),
+            ("ClusterRole", f"{KUSTOMIZE_PREFIX}webserver-admin", None),
+            ("ClusterRoleBinding", f"{KUSTOMIZE_PREFIX}manager-rolebinding", None),
+            ("ClusterRole", f"{KUSTOMIZE_PREFIX}metrics-auth-role", None),
+            ("ClusterRoleBinding", f"{KUSTOMIZE_PREFIX}metrics-auth-rolebinding", None),
+            ("ClusterRole", f"{KUSTOMIZE_PREFIX}metrics-reader", None),
+            ("Role", f"{KUSTOMIZE_PREFIX}leader-election-role", KUSTOMIZE_NAMESPACE),
+            ("RoleBinding", f"{KUSTOMIZE_PREFIX}leader-election-rolebinding", KUSTOMIZE_NAMESPACE),
+            ("Service", f"{KUSTOMIZE_PREFIX}controller-manager-metrics-service", KUSTOMIZE_NAMESPACE),
+            ("Deployment", f"{KUSTOMIZE_PREFIX}controller-manager", KUSTOMIZE_NAMESPACE),
         ]
     )
     namespace = one(default, "Namespace")
@@ -84,17 +71,17 @@ def test_default_crd_is_the_generated_one(default: list[dict[str, Any]]) -> None
 
 
 def test_default_rbac_is_exactly_what_the_operator_uses(default: list[dict[str, Any]]) -> None:
-    sa = {"kind": "ServiceAccount", "name": f"{PREFIX}controller-manager", "namespace": SYSTEM}
-    cluster_binding = one(default, "ClusterRoleBinding", f"{PREFIX}manager-rolebinding")
+    sa = {"kind": "ServiceAccount", "name": f"{KUSTOMIZE_PREFIX}controller-manager", "namespace": KUSTOMIZE_NAMESPACE}
+    cluster_binding = one(default, "ClusterRoleBinding", f"{KUSTOMIZE_PREFIX}manager-rolebinding")
     assert cluster_binding["subjects"] == [sa]
-    assert cluster_binding["roleRef"]["name"] == f"{PREFIX}manager-role"
-    assert rule_triples(one(default, "ClusterRole", f"{PREFIX}manager-role")["rules"]) == MANAGER_RULES
+    assert cluster_binding["roleRef"]["name"] == f"{KUSTOMIZE_PREFIX}manager-role"
+    assert rule_triples(one(default, "ClusterRole", f"{KUSTOMIZE_PREFIX}manager-role")["rules"]) == MANAGER_RULES
     binding = one(default, "RoleBinding")
     assert binding["subjects"] == [sa]
     assert binding["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",
         "kind": "Role",
-        "name": f"{PREFIX}leader-election-role",
+        "name": f"{KUSTOMIZE_PREFIX}leader-election-role",
     }
     role = one(default, "Role")
     assert rule_triples(role["rules"]) == LEADER_ELECTION_RULES
@@ -109,7 +96,7 @@ def test_default_manager_pod_is_restricted_and_hardened(default: list[dict[str, 
     spec = deployment["spec"]["template"]["spec"]
     assert restricted_violations(spec) == []
     assert hardening_problems(spec) == []
-    assert spec["serviceAccountName"] == f"{PREFIX}controller-manager"
+    assert spec["serviceAccountName"] == f"{KUSTOMIZE_PREFIX}controller-manager"
     manager = spec["containers"][0]
     assert manager["image"] == f"localhost/webserver-operator:{__version__}"
     assert "--leader-elect" in manager["args"]

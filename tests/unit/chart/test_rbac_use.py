@@ -22,12 +22,13 @@ import asyncio
 import contextlib
 import re
 from collections.abc import AsyncIterator, Callable, Mapping
-from pathlib import Path
 from typing import Any, Unpack
 
 import yaml
 
+from harness.paths import ROOT
 from tests.support.chart import GROUP, LEADER_ELECTION_RULES, MANAGER_RULES, OPERATOR_RULES, Rule
+from tests.support.factories import webserver
 from tests.support.fake_api import FakeApi, status_error
 from webserver_operator.api.models import WEBSERVERS
 from webserver_operator.core.resources import DEPLOYMENTS, EVENTS, LEASES, SERVICES
@@ -40,7 +41,6 @@ from webserver_operator.reconcile.setup import setup_webserver_controller
 from webserver_operator.runtime.cache import InformerCache
 from webserver_operator.runtime.lease import Lease
 
-ROOT = Path(__file__).resolve().parents[2]
 NS, NAME = "team-a", "web"
 
 #: Checked by an admission plugin, not by a request: setting blockOwnerDeletion on the children's ownerReferences
@@ -95,15 +95,7 @@ def service_port(api: FakeApi) -> object:
 
 
 async def reconcile_everything(api: RecordingApi) -> None:
-    api.put(
-        WEBSERVERS.path(namespace=NS),
-        {
-            "apiVersion": WEBSERVERS.api_version,
-            "kind": "WebServer",
-            "metadata": {"name": NAME, "namespace": NS},
-            "spec": {"image": "nginx:1.27", "replicas": 2, "port": 80},
-        },
-    )
+    api.put(WEBSERVERS.path(namespace=NS), webserver(NAME, namespace=NS, replicas=2, port=80))
     status = WEBSERVERS.path(namespace=NS, name=NAME) + "/status"
     api.fail("PUT", status, status_error(409, "Conflict", method="PUT", path=status))
     cache = InformerCache(api, WatchSettings(namespaces=[NS]))

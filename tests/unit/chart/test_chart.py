@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
+from harness.paths import CHART, ROOT
 from tests.support.chart import (
-    CHART,
     FULLNAME,
     LEADER_ELECTION_RULES,
     LEASE,
@@ -28,7 +28,6 @@ from tests.support.chart import (
     NAMESPACE,
     OPERATOR_RULES,
     RELEASE,
-    ROOT,
     deployment_of,
     find,
     flag_values_of,
@@ -149,7 +148,9 @@ def test_deployment_defaults() -> None:
     assert flag_values_of(args, "--leader-election-namespace") == [NAMESPACE]
     assert flag_values_of(args, "--leader-election-id") == [LEASE]
     assert flag_values_of(args, "--metrics-bind-address") == [":8443"]
-    assert "--metrics-secure" in args  # HTTPS behind TokenReview/SubjectAccessReview (tests/unit/test_chart_metrics.py)
+    assert (
+        "--metrics-secure" in args
+    )  # HTTPS behind TokenReview/SubjectAccessReview (tests/unit/chart/test_chart_metrics.py)
     assert flag_values_of(args, "--health-probe-bind-address") == [":8081"]
     assert flag_values_of(args, "--log-format") == ["json"]
     assert flag_values_of(args, "--log-level") == ["INFO"]
@@ -195,7 +196,7 @@ def test_values_reach_the_pod() -> None:
         "image": {"repository": "registry.example/op", "tag": "dev", "pullPolicy": "Always"},
         "commonLabels": {"example.com/owner": "me"},
     }
-    docs = _render_values(values)
+    docs = render(values=values)
     deployment = deployment_of(docs)
     pod = deployment["spec"]["template"]
     spec = pod["spec"]
@@ -218,13 +219,6 @@ def test_values_reach_the_pod() -> None:
     assert manager["image"] == "registry.example/op:dev"
     assert manager["imagePullPolicy"] == "Always"
     assert all(d["metadata"]["labels"]["example.com/owner"] == "me" for d in docs)
-
-
-def _render_values(values: Mapping[str, Any], *args: str) -> list[dict[str, Any]]:
-    cmd = [str(helm_binary()), "template", RELEASE, str(CHART), "--namespace", NAMESPACE, "-f", "-", *args]
-    result = subprocess.run(cmd, input=json.dumps(values), capture_output=True, text=True, timeout=60, check=False)
-    assert result.returncode == 0, result.stderr
-    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
 
 
 def test_image_digest_wins_over_tag() -> None:
@@ -359,7 +353,7 @@ def test_schema_rejects_bad_values(setting: str) -> None:
 
 def test_schema_accepts_global_values() -> None:
     assert render("--set", "global.imageRegistry=example.com")
-    assert _render_values({"global": {"anything": {"nested": True}, "list": [1, 2]}})
+    assert render(values={"global": {"anything": {"nested": True}, "list": [1, 2]}})
 
 
 def test_schema_is_closed_at_every_level() -> None:

@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from bench import audit
+from harness import audit
 
 
 def line(audit_id: str, stage: str, verb: str, resource: str, agent: str, sub: str = "") -> str:
@@ -46,7 +46,7 @@ def test_requests_are_counted_once_and_attributed_by_agent(tmp_path: Path) -> No
         "watches": 1,
         "by_verb_resource": {"watch deployments": 1, "update webservers/status": 1},
     }
-    assert ours[0].time == 1795428000.25
+    assert ours[0].received == 1795428000.25
     with path.open("a") as fh:
         fh.write(line("4", "ResponseComplete", "get", "services", "webserver-operator/0.1.0")[20:] + "\n")
     assert [r.verb for r in log.read()] == ["get"]

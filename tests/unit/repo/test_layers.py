@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[2] / "webserver_operator"
+from harness.paths import ROOT
+
+PACKAGE = ROOT / "webserver_operator"
 GENERIC = ("runtime", "kube")
 PROJECT_WORDS = ("WebServer", "webservers", "web.webserver-operator.dev", "app.kubernetes.io/")
 

@@ -1,7 +1,7 @@
 """Scrape /metrics as Prometheus does: HTTPS with a bearer token (or plain HTTP where the operator was told so).
 
-Shared by every test that reads the operator's metrics: the host-process operator (tests/support/operator.py), the
-metrics server's unit tests and the e2e release on the local control plane. ``insecureSkipVerify`` is what the
+Shared by everything that reads the operator's probes and metrics: the host-process operator (harness/operator.py),
+the metrics server's unit tests and the e2e release on the local control plane. ``insecureSkipVerify`` is what the
 chart's ServiceMonitor uses with the operator's self-signed certificate; ``cafile`` is the cert-manager case.
 """
 

@@ -13,15 +13,13 @@ tests/integration/test_manifests.py.
 
 from __future__ import annotations
 
-import json
 import subprocess
 from typing import Any
 
 import pytest
-import yaml
 
+from harness.paths import CHART
 from tests.support.chart import (
-    CHART,
     FULLNAME,
     NAMESPACE,
     RELEASE,
@@ -35,13 +33,6 @@ from tests.support.chart import (
 from webserver_operator import __version__
 
 pytestmark = pytest.mark.tools
-
-
-def _render_values(values: dict[str, Any]) -> list[dict[str, Any]]:
-    cmd = [str(helm_binary()), "template", RELEASE, str(CHART), "--namespace", NAMESPACE, "-f", "-"]
-    result = subprocess.run(cmd, input=json.dumps(values), capture_output=True, text=True, timeout=60, check=False)
-    assert result.returncode == 0, result.stderr
-    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
 
 
 def _pods(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -62,12 +53,12 @@ def test_pods_land_on_linux_nodes_only() -> None:
     for which, spec in _pods(render()).items():
         assert spec["nodeSelector"] == {"kubernetes.io/os": "linux"}, which
     # Helm merges maps with the defaults: a value adds to the selector, a null removes the default.
-    added = _render_values({"nodeSelector": {"pool": "ops"}})
+    added = render(values={"nodeSelector": {"pool": "ops"}})
     assert deployment_of(added)["spec"]["template"]["spec"]["nodeSelector"] == {
         "kubernetes.io/os": "linux",
         "pool": "ops",
     }
-    dropped = _render_values({"nodeSelector": {"kubernetes.io/os": None}})
+    dropped = render(values={"nodeSelector": {"kubernetes.io/os": None}})
     assert "nodeSelector" not in deployment_of(dropped)["spec"]["template"]["spec"]
 
 
@@ -90,7 +81,7 @@ def test_probe_timings_are_settable_and_endpoints_are_not() -> None:
         "livenessProbe": {"periodSeconds": 30, "timeoutSeconds": 10, "failureThreshold": 5},
         "readinessProbe": {"periodSeconds": 3},
     }
-    manager = manager_of(_render_values(values))
+    manager = manager_of(render(values=values))
     assert manager["startupProbe"]["periodSeconds"] == 5
     assert manager["startupProbe"]["failureThreshold"] == 60
     assert manager["startupProbe"]["timeoutSeconds"] == 1  # untouched values keep their defaults
@@ -125,7 +116,7 @@ def test_strategy_defaults_to_kubernetes_and_is_settable() -> None:
     recreate = deployment_of(render("--set", "strategy.type=Recreate"))
     assert recreate["spec"]["strategy"] == {"type": "Recreate"}
     rolling = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
-    assert deployment_of(_render_values({"strategy": rolling}))["spec"]["strategy"] == rolling
+    assert deployment_of(render(values={"strategy": rolling}))["spec"]["strategy"] == rolling
 
 
 def test_extra_objects_are_rendered_through_tpl() -> None:
@@ -141,7 +132,7 @@ def test_extra_objects_are_rendered_through_tpl() -> None:
             "stringData:\n  token: x\n",
         ]
     }
-    docs = _render_values(values)
+    docs = render(values=values)
     config_map = one(docs, "ConfigMap", f"{RELEASE}-extra")
     assert config_map["metadata"]["namespace"] == NAMESPACE
     assert config_map["data"] == {"chart": "webserver-operator"}

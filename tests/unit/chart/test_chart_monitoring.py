@@ -2,7 +2,7 @@
 
 The alerts are what `helm template` renders with the values under `metrics.prometheusRule`; promtool (built by
 `make tools`) checks them (`promtool check rules`) and runs their unit tests (`promtool test rules`, cases in
-tests/unit/promtool/). Every alert and panel must read only metrics that the operator's own registry exports.
+tests/unit/chart/promtool/). Every alert and panel must read only metrics that the operator's own registry exports.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.chart import CHART, FULLNAME, NAMESPACE, built_tool, find, one, render
+from harness.paths import CHART
+from tests.support.chart import FULLNAME, NAMESPACE, built_tool, find, one, render
 from tests.support.monitoring import exported_series_names, unknown_metrics
 
 pytestmark = pytest.mark.tools

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from harness.paths import ROOT
+
 HACK = ROOT / "hack"
 # Taken away from the simulated machine unless a test puts (a fake of) them back.
 USER_TOOLS = frozenset({"go", "kubectl", "helm", "kind", "docker", "podman"})

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from harness.paths import ROOT
+
 ENGINE_SH = ROOT / "hack" / "engine.sh"
 # What engine.sh runs besides the engines; PATH holds only these, so the machine's own docker/podman stay out of sight.
 UTILITIES = ("bash", "dirname", "date", "tail", "mkdir", "cat")

@@ -10,7 +10,8 @@ import subprocess
 
 import pytest
 
-from tests.support.cluster import HACK, ClusterUnavailableError, demo_kubeconfig, local_kubeconfig, provide_cluster
+from harness.paths import HACK
+from tests.support.cluster import ClusterUnavailableError, demo_kubeconfig, local_kubeconfig, provide_cluster
 
 
 def _demo_cluster_name() -> str:

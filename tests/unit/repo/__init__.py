@@ -1,0 +1,1 @@
+"""The repository itself: layer rules, tool scripts, test markers, the dependency lock, the build."""
