@@ -21,6 +21,17 @@ Why each piece (watch streams die silently in practice, and kubernetes-asyncio's
   timeout is drawn per watch from 90-120 s: the API server sends a bookmark about every 60 s on a quiet watch.
   ``last_activity`` feeds /healthz.
 
+* **Shard filter** (``shard``: a ``core.shards.ShardRange``, for an operator sharded by namespace hash): every list
+  and watch carries ``shardSelector=shardRange(object.metadata.namespace, '0x…', '0x…')`` and the API server, with
+  the ``ShardedListAndWatch`` gate (alpha in 1.36), sends only that range's objects and echoes the selector in the
+  list's ``metadata.shardInfo``. A server without the gate ignores the parameter and omits ``shardInfo``: then this
+  informer still receives everything and filters it itself with the same hash (``shard_filtering`` says which path
+  runs; the first fallback in the process is logged once as a warning with what to change, and
+  ``webserver_operator_shard_filter_client_side`` is 1). The client-side test runs on both paths, before the store:
+  an object outside the range never reaches the store or a handler, even from a server that filtered wrongly or an
+  HA peer without the gate. Dropped events still move the resume point. A namespace never changes, so an object
+  never moves between shards. No shard, or the one range covering everything (``--shards 1``): no parameter, no test.
+
 ``on_event(type, obj, old)`` runs synchronously right after the store changed; handlers only enqueue keys.
 resourceVersions are opaque strings: events are applied in arrival order, never compared. Failures are the kube
 layer's typed errors (``Gone``, ``Forbidden``, ``NotFound``, ...), watch ``ERROR`` events included: they are parsed
@@ -35,12 +46,13 @@ import logging
 import random
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from webserver_operator import metrics
 from webserver_operator.core.backoff import Backoff, BackoffPolicy
 from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import DEFAULT_STALL_TIMEOUT_RANGE
+from webserver_operator.core.shards import SHARD_SELECTOR_PARAM, ShardRange
 from webserver_operator.core.vocabulary import EventHandler, EventType, KubeObject, WatchApi, object_key
 from webserver_operator.kube.errors import Forbidden, Gone, NotFound, api_error_from_status
 from webserver_operator.runtime.store import Store, StoreEvent
@@ -54,6 +66,32 @@ _PAGE_SIZE = 500
 _RECONNECT_BACKOFF = BackoffPolicy(base=0.8, cap=30.0, jitter=0.5)
 _FORBIDDEN_BACKOFF = BackoffPolicy(base=5.0, cap=60.0, jitter=0.5)
 _SHORT_WATCH_SECONDS = 1.0  # an empty watch that ends sooner than this is treated as a failure (no hot loop)
+
+
+#: Who applies an informer's shard range: the API server (it echoed the selector) or this process (it ignored it).
+ShardFiltering = Literal["server", "client"]
+
+
+class ShardSelectorMismatch(Exception):  # noqa: N818 - named after what the server did
+    """The API server answered a sharded list with a ``shardInfo`` for a different selector than the one sent."""
+
+
+class FallbackNotice:
+    """Says once that the API server ignores shard selectors: every sharded informer finds it, one line is enough.
+
+    The module keeps one for the process (``PROCESS_FALLBACK_NOTICE``); tests give an informer their own.
+    """
+
+    def __init__(self) -> None:
+        self.given = False
+
+    def first(self) -> bool:
+        """True the first time it is asked, False after."""
+        first, self.given = not self.given, True
+        return first
+
+
+PROCESS_FALLBACK_NOTICE = FallbackNotice()
 
 
 class _RestartList(Exception):  # noqa: N818 - control flow, not an error
@@ -114,6 +152,7 @@ class Informer:
         *,
         namespace: str | None = None,
         label_selector: str | None = None,
+        shard: ShardRange | None = None,
         name: str | None = None,
         on_event: EventHandler | None = None,
         watch_timeout_seconds: int = _DEFAULT_WATCH_TIMEOUT_SECONDS,
@@ -123,13 +162,24 @@ class Informer:
         forbidden_backoff: Backoff | None = None,
         clock: Callable[[], float] = time.monotonic,
         rng: Callable[[], float] = random.random,
+        fallback_notice: FallbackNotice = PROCESS_FALLBACK_NOTICE,
     ) -> None:
         if watch_timeout_seconds < 1:
             raise ValueError("watch_timeout_seconds must be >= 1")
+        if shard is not None and not shard.everything and not resource.namespaced:
+            raise ValueError(
+                f"{resource.plural} are cluster-scoped: shards are keyed on the namespace, so they cannot be sharded"
+            )
         self.api = api
         self.resource = resource
         self.namespace = namespace if resource.namespaced else None
         self.label_selector = label_selector
+        #: The shard range this informer keeps; ``None`` when it keeps everything (no shards, or ``--shards 1``).
+        self.shard = shard if shard is not None and not shard.everything else None
+        self._shard_selector = self.shard.selector if self.shard is not None else None
+        #: Who filters by shard, known after the first list: ``"server"`` or ``"client"``; ``None`` without a shard.
+        self.shard_filtering: ShardFiltering | None = None
+        self._fallback_notice = fallback_notice
         self.name = name or resource.plural
         self.on_event: EventHandler = on_event or noop_handler
         self.watch_timeout_seconds = watch_timeout_seconds
@@ -151,6 +201,7 @@ class Informer:
         self.resource_version = ""
         self._path = resource.path(namespace=self.namespace)
         self._m_events = {t: metrics.WATCH_EVENTS.labels(resource=self.name, type=t) for t in _EVENT_TYPES}
+        self._m_dropped = metrics.SHARD_FILTER_DROPPED.labels(resource=self.name) if self.shard is not None else None
 
     # -- health -------------------------------------------------------------------------------------------------------
 
@@ -166,7 +217,10 @@ class Informer:
         """List, then watch, recovering from every failure; returns only by cancellation."""
         self._touch()
         log_extra = {"informer": self.name, "namespace": self.namespace or ""}
-        logger.info("informer %s starting (path %s)", self.name, self._path, extra=log_extra)
+        if self.shard is not None:
+            logger.info("informer %s starting (path %s, %s)", self.name, self._path, self.shard, extra=log_extra)
+        else:
+            logger.info("informer %s starting (path %s)", self.name, self._path, extra=log_extra)
         first = True
         while True:
             if not await self._list_once(relist=not first):
@@ -180,10 +234,12 @@ class Informer:
     async def _list_once(self, *, relist: bool) -> bool:
         """One attempt at a full list applied to the store; on failure log, back off and return False."""
         try:
-            items, resource_version = await self._list_all()
+            items, resource_version, server_filtered = await self._list_all()
         except Exception as exc:  # an informer must never die: every failure is retried
             await self._fail("list", exc)
             return False
+        if self.shard is not None:
+            self._note_filtering("server" if server_filtered else "client")
         self.consecutive_failures = 0
         self.resource_version = resource_version
         metrics.WATCH_RELISTS.labels(resource=self.name).inc()
@@ -201,20 +257,24 @@ class Informer:
             logger.debug("informer %s relisted %d object(s)", self.name, len(self.store))
         return True
 
-    async def _list_all(self) -> tuple[list[KubeObject], str]:
+    async def _list_all(self) -> tuple[list[KubeObject], str, bool]:
+        """The full list (only this informer's shard), its resourceVersion, and whether the server did the filtering."""
         while True:
             try:
                 return await self._list_pages()
             except _RestartList:
                 logger.info("informer %s: list continue token expired, restarting the list", self.name)
 
-    async def _list_pages(self) -> tuple[list[KubeObject], str]:
+    async def _list_pages(self) -> tuple[list[KubeObject], str, bool]:
         items: list[KubeObject] = []
         token: str | None = None
+        server_filtered = True
         while True:
             query = {"limit": str(self.page_size)}
             if self.label_selector:
                 query["labelSelector"] = self.label_selector
+            if self._shard_selector:
+                query[SHARD_SELECTOR_PARAM] = self._shard_selector
             if token:
                 query["continue"] = token
             try:
@@ -224,11 +284,65 @@ class Informer:
                     raise _RestartList from exc
                 raise
             self._touch()
-            items.extend(self._complete(item) for item in page.get("items") or ())
             meta = page.get("metadata") or {}
+            server_filtered = self._server_filtered(meta) and server_filtered
+            items.extend(self._complete(item) for item in page.get("items") or () if self._in_shard(item))
             token = meta.get("continue") or None
             if not token:
-                return items, str(meta.get("resourceVersion") or "")
+                return items, str(meta.get("resourceVersion") or ""), server_filtered
+
+    def _server_filtered(self, list_meta: dict[str, Any]) -> bool:
+        """True when the list page says the server applied our selector; raises if it applied another one."""
+        if self._shard_selector is None:
+            return False
+        echoed = (list_meta.get("shardInfo") or {}).get("selector")
+        if echoed is None:
+            return False
+        if echoed != self._shard_selector:
+            raise ShardSelectorMismatch(
+                f"the API server filtered {self._path} by shardSelector {echoed!r}, not the {self._shard_selector!r} "
+                "this informer sent: its ShardedListAndWatch implementation writes selectors differently from "
+                "Kubernetes 1.36's; report this with the server's version"
+            )
+        return True
+
+    def _in_shard(self, obj: KubeObject) -> bool:
+        """The client-side shard test (True without a shard); counts what it drops."""
+        if self.shard is None:
+            return True
+        if self.shard.contains(str((obj.get("metadata") or {}).get("namespace") or "")):
+            return True
+        if self._m_dropped is not None:
+            self._m_dropped.inc()
+        return False
+
+    def _note_filtering(self, filtering: ShardFiltering) -> None:
+        """Record who filters after a list; warn (once per process) when the server ignored the selector."""
+        previous, self.shard_filtering = self.shard_filtering, filtering
+        metrics.SHARD_FILTER_CLIENT_SIDE.labels(resource=self.name).set(1 if filtering == "client" else 0)
+        if filtering == previous:
+            return
+        extra = {"informer": self.name, "shard_filtering": filtering}
+        if filtering == "client" and (previous == "server" or self._fallback_notice.first()):
+            logger.warning(
+                "informer %s: the API server ignored shardSelector (its list answer has no metadata.shardInfo): it "
+                "runs without the ShardedListAndWatch feature gate, or predates Kubernetes 1.36. This replica "
+                "receives every shard's objects and drops those outside %s itself: correct, but decoding and watch "
+                "traffic are not divided among replicas. Start kube-apiserver with "
+                "--feature-gates=ShardedListAndWatch=true to have the server filter.",
+                self.name,
+                self.shard,
+                extra=extra,
+            )
+        elif filtering == "client":
+            logger.info(
+                "informer %s: filtering %s client-side (the API server ignores shardSelector)",
+                self.name,
+                self.shard,
+                extra=extra,
+            )
+        else:
+            logger.info("informer %s: the API server filters by %s", self.name, self.shard, extra=extra)
 
     def _complete(self, obj: KubeObject) -> KubeObject:
         """List items lack kind/apiVersion (watch objects carry them); fill them in so both look the same."""
@@ -290,6 +404,8 @@ class Informer:
             query["resourceVersion"] = self.resource_version
         if self.label_selector:
             query["labelSelector"] = self.label_selector
+        if self._shard_selector:
+            query[SHARD_SELECTOR_PARAM] = self._shard_selector
         received = 0
         loop = asyncio.get_running_loop()
         watchdog = asyncio.timeout(stall_timeout)  # covers opening the watch too; re-armed by every event
@@ -339,6 +455,10 @@ class Informer:
             return
         if event_type not in ("ADDED", "MODIFIED", "DELETED"):
             logger.warning("informer %s: ignoring watch event of unknown type %r", self.name, event_type)
+            return
+        if not self._in_shard(obj):
+            if new_rv:
+                self.resource_version = new_rv
             return
         change: StoreEvent
         strip_unread_fields(obj)
