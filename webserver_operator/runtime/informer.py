@@ -46,7 +46,7 @@ import logging
 import random
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from webserver_operator import metrics
 from webserver_operator.core.backoff import Backoff, BackoffPolicy
@@ -68,8 +68,10 @@ _FORBIDDEN_BACKOFF = BackoffPolicy(base=5.0, cap=60.0, jitter=0.5)
 _SHORT_WATCH_SECONDS = 1.0  # an empty watch that ends sooner than this is treated as a failure (no hot loop)
 
 
-#: Who applies an informer's shard range: the API server (it echoed the selector) or this process (it ignored it).
-ShardFiltering = Literal["server", "client"]
+#: Who applies an informer's shard range: the API server (it echoed the selector), this process (the server ignored
+#: it), or not known (no echo, and nothing from another shard has arrived: Kubernetes 1.36 filters custom resources
+#: without echoing ``shardInfo``, and a server without the gate answers the same way).
+ShardFiltering = Literal["server", "client", "unconfirmed"]
 
 
 class ShardSelectorMismatch(Exception):  # noqa: N818 - named after what the server did
@@ -92,6 +94,15 @@ class FallbackNotice:
 
 
 PROCESS_FALLBACK_NOTICE = FallbackNotice()
+
+
+class _Listed(NamedTuple):
+    """A full list: the items of this informer's shard, its resourceVersion, and what said who filtered."""
+
+    items: list[KubeObject]
+    resource_version: str
+    echoed: bool  # every page carried ``shardInfo`` with our selector
+    strays: int  # items outside the shard that arrived (and were dropped)
 
 
 class _RestartList(Exception):  # noqa: N818 - control flow, not an error
@@ -177,8 +188,12 @@ class Informer:
         #: The shard range this informer keeps; ``None`` when it keeps everything (no shards, or ``--shards 1``).
         self.shard = shard if shard is not None and not shard.everything else None
         self._shard_selector = self.shard.selector if self.shard is not None else None
-        #: Who filters by shard, known after the first list: ``"server"`` or ``"client"``; ``None`` without a shard.
+        #: Who filters by shard, known after the first list (see ``ShardFiltering``); ``None`` without a shard.
         self.shard_filtering: ShardFiltering | None = None
+        # Kubernetes 1.36 echoes shardInfo on the lists of resources it stores as typed objects (the core group and the
+        # other built-in groups without a dot) but not on custom resources' (unstructured) lists, which it filters
+        # all the same: only for the former does a missing echo prove that the server ignored the selector.
+        self._echo_expected = "." not in resource.group
         self._fallback_notice = fallback_notice
         self.name = name or resource.plural
         self.on_event: EventHandler = on_event or noop_handler
@@ -234,12 +249,12 @@ class Informer:
     async def _list_once(self, *, relist: bool) -> bool:
         """One attempt at a full list applied to the store; on failure log, back off and return False."""
         try:
-            items, resource_version, server_filtered = await self._list_all()
+            items, resource_version, echoed, strays = await self._list_all()
         except Exception as exc:  # an informer must never die: every failure is retried
             await self._fail("list", exc)
             return False
         if self.shard is not None:
-            self._note_filtering("server" if server_filtered else "client")
+            self._note_list_filtering(echoed=echoed, strays=strays)
         self.consecutive_failures = 0
         self.resource_version = resource_version
         metrics.WATCH_RELISTS.labels(resource=self.name).inc()
@@ -257,18 +272,19 @@ class Informer:
             logger.debug("informer %s relisted %d object(s)", self.name, len(self.store))
         return True
 
-    async def _list_all(self) -> tuple[list[KubeObject], str, bool]:
-        """The full list (only this informer's shard), its resourceVersion, and whether the server did the filtering."""
+    async def _list_all(self) -> _Listed:
+        """The full list (only this informer's shard items), restarted if a continue token expires."""
         while True:
             try:
                 return await self._list_pages()
             except _RestartList:
                 logger.info("informer %s: list continue token expired, restarting the list", self.name)
 
-    async def _list_pages(self) -> tuple[list[KubeObject], str, bool]:
+    async def _list_pages(self) -> _Listed:
         items: list[KubeObject] = []
         token: str | None = None
-        server_filtered = True
+        echoed = True
+        strays = 0
         while True:
             query = {"limit": str(self.page_size)}
             if self.label_selector:
@@ -285,13 +301,17 @@ class Informer:
                 raise
             self._touch()
             meta = page.get("metadata") or {}
-            server_filtered = self._server_filtered(meta) and server_filtered
-            items.extend(self._complete(item) for item in page.get("items") or () if self._in_shard(item))
+            echoed = self._echoed(meta) and echoed
+            for item in page.get("items") or ():
+                if self._in_shard(item):
+                    items.append(self._complete(item))
+                else:
+                    strays += 1
             token = meta.get("continue") or None
             if not token:
-                return items, str(meta.get("resourceVersion") or ""), server_filtered
+                return _Listed(items, str(meta.get("resourceVersion") or ""), echoed, strays)
 
-    def _server_filtered(self, list_meta: dict[str, Any]) -> bool:
+    def _echoed(self, list_meta: dict[str, Any]) -> bool:
         """True when the list page says the server applied our selector; raises if it applied another one."""
         if self._shard_selector is None:
             return False
@@ -316,33 +336,55 @@ class Informer:
             self._m_dropped.inc()
         return False
 
-    def _note_filtering(self, filtering: ShardFiltering) -> None:
-        """Record who filters after a list; warn (once per process) when the server ignored the selector."""
+    def _note_list_filtering(self, *, echoed: bool, strays: int) -> None:
+        """Decide who filters from a list: the echo, else objects of other shards in it, else the resource's kind."""
+        if strays:
+            self._note_filtering("client", f"its list answer held {strays} object(s) of other shards")
+        elif echoed:
+            self._note_filtering("server", "it echoed the selector in metadata.shardInfo")
+        elif self._echo_expected:
+            self._note_filtering("client", "its list answer has no metadata.shardInfo")
+        elif self.shard_filtering != "client":  # a server once seen ignoring the selector is not trusted again
+            self._note_filtering("unconfirmed", "no metadata.shardInfo, which it omits for custom resources")
+
+    def _note_filtering(self, filtering: ShardFiltering, evidence: str) -> None:
+        """Record who filters; warn (once per process) when the API server turns out to ignore the selector."""
         previous, self.shard_filtering = self.shard_filtering, filtering
-        metrics.SHARD_FILTER_CLIENT_SIDE.labels(resource=self.name).set(1 if filtering == "client" else 0)
+        if filtering != "unconfirmed":
+            metrics.SHARD_FILTER_CLIENT_SIDE.labels(resource=self.name).set(1 if filtering == "client" else 0)
         if filtering == previous:
             return
         extra = {"informer": self.name, "shard_filtering": filtering}
         if filtering == "client" and (previous == "server" or self._fallback_notice.first()):
             logger.warning(
-                "informer %s: the API server ignored shardSelector (its list answer has no metadata.shardInfo): it "
-                "runs without the ShardedListAndWatch feature gate, or predates Kubernetes 1.36. This replica "
-                "receives every shard's objects and drops those outside %s itself: correct, but decoding and watch "
-                "traffic are not divided among replicas. Start kube-apiserver with "
-                "--feature-gates=ShardedListAndWatch=true to have the server filter.",
+                "informer %s: the API server ignored shardSelector (%s): it runs without the ShardedListAndWatch "
+                "feature gate, or predates Kubernetes 1.36. This replica receives every shard's objects and drops "
+                "those outside %s itself: correct, but decoding and watch traffic are not divided among replicas. "
+                "Start kube-apiserver with --feature-gates=ShardedListAndWatch=true to have the server filter.",
                 self.name,
+                evidence,
                 self.shard,
                 extra=extra,
             )
         elif filtering == "client":
             logger.info(
-                "informer %s: filtering %s client-side (the API server ignores shardSelector)",
+                "informer %s: filtering %s client-side (the API server ignored shardSelector: %s)",
                 self.name,
                 self.shard,
+                evidence,
                 extra=extra,
             )
+        elif filtering == "server":
+            logger.info("informer %s: the API server filters by %s (%s)", self.name, self.shard, evidence, extra=extra)
         else:
-            logger.info("informer %s: the API server filters by %s", self.name, self.shard, extra=extra)
+            logger.info(
+                "informer %s: the API server sent only objects of %s but did not confirm that it filters (%s); "
+                "anything of another shard that arrives is dropped here",
+                self.name,
+                self.shard,
+                evidence,
+                extra=extra,
+            )
 
     def _complete(self, obj: KubeObject) -> KubeObject:
         """List items lack kind/apiVersion (watch objects carry them); fill them in so both look the same."""
@@ -459,6 +501,11 @@ class Informer:
         if not self._in_shard(obj):
             if new_rv:
                 self.resource_version = new_rv
+            if self.shard_filtering != "client":
+                namespace = (obj.get("metadata") or {}).get("namespace")
+                self._note_filtering(
+                    "client", f"its watch sent an object of namespace {namespace!r}, outside the shard"
+                )
             return
         change: StoreEvent
         strip_unread_fields(obj)

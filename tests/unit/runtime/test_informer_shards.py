@@ -19,7 +19,7 @@ from tests.unit.runtime.test_informer import (
     bookmark,
     counter,
     event,
-    make_informer,
+    fast_backoff,
     page,
     run_until_idle,
 )
@@ -31,6 +31,7 @@ from webserver_operator.runtime.informer import FallbackNotice, Informer
 pytestmark = pytest.mark.timeout(5)
 
 SHARDS = 4
+DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
 SHARD = shard_ranges(SHARDS)[2]
 SELECTOR = "shardRange(object.metadata.namespace, '0x8000000000000000', '0xc000000000000000')"
 
@@ -59,10 +60,19 @@ def cached(informer: Informer) -> set[tuple[str, str]]:
     return {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in informer.store.list()}
 
 
-def sharded_informer(kube: FakeApi, name: str, **kwargs: Any) -> Informer:
-    options: dict[str, Any] = {"namespace": None, "shard": SHARD, "name": name, "fallback_notice": FallbackNotice()}
+def sharded_informer(kube: FakeApi, name: str, *, resource: Resource = DEPLOYMENTS, **kwargs: Any) -> Informer:
+    """A cluster-wide informer of ``SHARD``; a built-in resource unless told (the server echoes shardInfo for those)."""
+    options: dict[str, Any] = {
+        "namespace": None,
+        "shard": SHARD,
+        "name": name,
+        "fallback_notice": FallbackNotice(),
+        "backoff": fast_backoff(),
+        "forbidden_backoff": fast_backoff(),
+        "rng": lambda: 1.0,
+    }
     options.update(kwargs)
-    return make_informer(kube, **options)
+    return Informer(kube, resource, **options)
 
 
 def dropped(name: str) -> float:
@@ -148,18 +158,23 @@ async def test_the_fallback_is_announced_once_per_process_not_per_informer(caplo
     assert any("filtering" in r.getMessage() and r.informer == "shards-once-b" for r in caplog.records)  # type: ignore[attr-defined]
 
 
-async def test_objects_of_other_shards_are_dropped_even_when_the_server_claims_to_filter() -> None:
+async def test_objects_of_other_shards_are_dropped_even_when_the_server_claims_to_filter(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     # An HA API server without the gate can serve the watch after a peer with it served the list.
     kube = FakeKube(
         lists=[sharded_page([item("a", MINE[0], "1")], "10", echo=SELECTOR)],
         watches=[[event("ADDED", item("stray", OTHERS[0], "11")), bookmark("12")]],
     )
     informer = sharded_informer(kube, "shards-stray")
-    await run_until_idle(informer, kube)
+    with caplog.at_level(logging.WARNING):
+        await run_until_idle(informer, kube)
 
     assert cached(informer) == {(MINE[0], "a")}
-    assert informer.shard_filtering == "server"
+    assert informer.shard_filtering == "client", "a server that sent another shard's object is not trusted to filter"
+    assert client_side("shards-stray") == 1
     assert dropped("shards-stray") == 1
+    assert [f"namespace {OTHERS[0]!r}, outside the shard" in r.getMessage() for r in caplog.records] == [True]
 
 
 async def test_a_server_echoing_another_selector_never_syncs_and_says_why(caplog: pytest.LogCaptureFixture) -> None:
@@ -213,3 +228,41 @@ def test_cluster_scoped_resources_cannot_be_sharded_by_namespace() -> None:
         Informer(FakeKube(lists=[], watches=[]), nodes, shard=SHARD)
     assert Informer(FakeKube(lists=[], watches=[]), nodes, shard=shard_ranges(1)[0]).shard is None
     assert WEBSERVERS.namespaced
+
+
+async def test_a_custom_resource_filtered_without_an_echo_is_unconfirmed_until_a_stray_arrives(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Kubernetes 1.36 filters custom resources' lists by shard without echoing shardInfo (unstructured lists)."""
+    quiet = FakeKube(
+        lists=[page([item("a", MINE[0], "1")], "10")], watches=[[event("ADDED", item("b", MINE[1], "11"))]]
+    )
+    informer = sharded_informer(quiet, "shards-crd", resource=WEBSERVERS)
+    with caplog.at_level(logging.INFO):
+        await run_until_idle(informer, quiet)
+    assert cached(informer) == {(MINE[0], "a"), (MINE[1], "b")}
+    assert informer.shard_filtering == "unconfirmed"
+    assert client_side("shards-crd") is None
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any("did not confirm that it filters" in r.getMessage() for r in caplog.records)
+
+    stray = FakeKube(
+        lists=[page([item("a", MINE[0], "1")], "10")], watches=[[event("ADDED", item("x", OTHERS[0], "11"))]]
+    )
+    informer = sharded_informer(stray, "shards-crd-stray", resource=WEBSERVERS)
+    with caplog.at_level(logging.INFO):
+        await run_until_idle(informer, stray)
+    assert cached(informer) == {(MINE[0], "a")}
+    assert informer.shard_filtering == "client"
+    assert client_side("shards-crd-stray") == 1
+    assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 1
+
+
+async def test_a_custom_resource_list_with_other_shards_objects_shows_the_fallback_at_once() -> None:
+    kube = FakeKube(lists=[page([item("a", MINE[0], "1"), item("x", OTHERS[0], "2")], "10")], watches=[])
+    informer = sharded_informer(kube, "shards-crd-strays", resource=WEBSERVERS)
+    await run_until_idle(informer, kube)
+
+    assert informer.shard_filtering == "client"
+    assert cached(informer) == {(MINE[0], "a")}
+    assert client_side("shards-crd-strays") == 1
