@@ -105,7 +105,6 @@ nodes_ready() {
 kwokctl_config() {
   local base="${ROOT}/hack/kwokctl.yaml"
   local gate="${SHARDED_LIST_WATCH:-1}"
-  [[ "${gate}" == 0 || "${gate}" == 1 ]] || die "SHARDED_LIST_WATCH=${gate}: expected 1 (the gate on, the default) or 0 (off)"
   if [[ -z "${NODE_PORT_RANGE:-}" && "${gate}" == 1 ]]; then
     echo "${base}"
     return
@@ -137,6 +136,8 @@ sharded_list_watch_on() {
 }
 
 cmd_up() {
+  [[ "${SHARDED_LIST_WATCH:-1}" == 0 || "${SHARDED_LIST_WATCH:-1}" == 1 ]] ||
+    die "SHARDED_LIST_WATCH=${SHARDED_LIST_WATCH}: expected 1 (the ShardedListAndWatch gate on, the default) or 0 (off)"
   use_tools
   mkdir -p "${KWOK_WORKDIR}"
   local start=${SECONDS}
