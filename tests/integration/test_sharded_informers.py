@@ -37,7 +37,8 @@ from webserver_operator.core.shards import shard_index, shard_ranges
 from webserver_operator.core.vocabulary import KubeObject
 from webserver_operator.kube.client import KubeClient
 from webserver_operator.kube.config import load_configuration
-from webserver_operator.runtime.informer import FallbackNotice, Informer
+from webserver_operator.runtime.informer import Informer
+from webserver_operator.runtime.shardfilter import FallbackNotice
 
 SHARDS = 4
 PER_SHARD = 3
@@ -132,8 +133,7 @@ def spread(gate_cluster: tuple[str, Cluster]) -> Iterator[tuple[str, dict[int, l
         cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
         yield run, per_shard
     finally:
-        for ns in namespaces:
-            cluster.kubectl("delete", "namespace", ns, "--wait=false", "--ignore-not-found", check=False)
+        cluster.kubectl("delete", "namespace", *namespaces, "--wait=false", "--ignore-not-found", check=False)
 
 
 def _configmap(name: str, namespace: str, run: str) -> dict[str, Any]:

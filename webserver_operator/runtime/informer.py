@@ -22,15 +22,12 @@ Why each piece (watch streams die silently in practice, and kubernetes-asyncio's
   ``last_activity`` feeds /healthz.
 
 * **Shard filter** (``shard``: a ``core.shards.ShardRange``, for an operator sharded by namespace hash): every list
-  and watch carries ``shardSelector=shardRange(object.metadata.namespace, '0x…', '0x…')`` and the API server, with
-  the ``ShardedListAndWatch`` gate (alpha in 1.36), sends only that range's objects and echoes the selector in the
-  list's ``metadata.shardInfo``. A server without the gate ignores the parameter and omits ``shardInfo``: then this
-  informer still receives everything and filters it itself with the same hash (``shard_filtering`` says which path
-  runs; the first fallback in the process is logged once as a warning with what to change, and
-  ``webserver_operator_shard_filter_client_side`` is 1). The client-side test runs on both paths, before the store:
-  an object outside the range never reaches the store or a handler, even from a server that filtered wrongly or an
-  HA peer without the gate. Dropped events still move the resume point. A namespace never changes, so an object
-  never moves between shards. No shard, or the one range covering everything (``--shards 1``): no parameter, no test.
+  and watch carries ``shardSelector=shardRange(object.metadata.namespace, '0x…', '0x…')``, which an API server with
+  the ``ShardedListAndWatch`` gate (alpha in 1.36) applies and one without ignores. Every listed object and watch
+  event is also tested here, before the store, so another shard's object never reaches the store or a handler on
+  either path; a dropped event still moves the resume point. ``shard_filtering`` says who was found to filter
+  (``runtime.shardfilter``). No shard, or the one range covering everything (``--shards 1``): nothing is sent or
+  tested, today's requests exactly.
 
 ``on_event(type, obj, old)`` runs synchronously right after the store changed; handlers only enqueue keys.
 resourceVersions are opaque strings: events are applied in arrival order, never compared. Failures are the kube
@@ -46,15 +43,16 @@ import logging
 import random
 import time
 from collections.abc import Callable
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 from webserver_operator import metrics
 from webserver_operator.core.backoff import Backoff, BackoffPolicy
 from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import DEFAULT_STALL_TIMEOUT_RANGE
-from webserver_operator.core.shards import SHARD_SELECTOR_PARAM, ShardRange
+from webserver_operator.core.shards import ShardRange
 from webserver_operator.core.vocabulary import EventHandler, EventType, KubeObject, WatchApi, object_key
 from webserver_operator.kube.errors import Forbidden, Gone, NotFound, api_error_from_status
+from webserver_operator.runtime.shardfilter import PROCESS_FALLBACK_NOTICE, FallbackNotice, ShardFilter, ShardFiltering
 from webserver_operator.runtime.store import Store, StoreEvent
 
 logger = logging.getLogger(__name__)
@@ -68,40 +66,12 @@ _FORBIDDEN_BACKOFF = BackoffPolicy(base=5.0, cap=60.0, jitter=0.5)
 _SHORT_WATCH_SECONDS = 1.0  # an empty watch that ends sooner than this is treated as a failure (no hot loop)
 
 
-#: Who applies an informer's shard range: the API server (it echoed the selector), this process (the server ignored
-#: it), or not known (no echo, and nothing from another shard has arrived: Kubernetes 1.36 filters custom resources
-#: without echoing ``shardInfo``, and a server without the gate answers the same way).
-ShardFiltering = Literal["server", "client", "unconfirmed"]
-
-
-class ShardSelectorMismatch(Exception):  # noqa: N818 - named after what the server did
-    """The API server answered a sharded list with a ``shardInfo`` for a different selector than the one sent."""
-
-
-class FallbackNotice:
-    """Says once that the API server ignores shard selectors: every sharded informer finds it, one line is enough.
-
-    The module keeps one for the process (``PROCESS_FALLBACK_NOTICE``); tests give an informer their own.
-    """
-
-    def __init__(self) -> None:
-        self.given = False
-
-    def first(self) -> bool:
-        """True the first time it is asked, False after."""
-        first, self.given = not self.given, True
-        return first
-
-
-PROCESS_FALLBACK_NOTICE = FallbackNotice()
-
-
 class _Listed(NamedTuple):
     """A full list: the items of this informer's shard, its resourceVersion, and what said who filtered."""
 
     items: list[KubeObject]
     resource_version: str
-    echoed: bool  # every page carried ``shardInfo`` with our selector
+    echoed: bool  # every page carried ``shardInfo`` with our selector (False without a shard filter)
     strays: int  # items outside the shard that arrived (and were dropped)
 
 
@@ -177,25 +147,13 @@ class Informer:
     ) -> None:
         if watch_timeout_seconds < 1:
             raise ValueError("watch_timeout_seconds must be >= 1")
-        if shard is not None and not shard.everything and not resource.namespaced:
-            raise ValueError(
-                f"{resource.plural} are cluster-scoped: shards are keyed on the namespace, so they cannot be sharded"
-            )
         self.api = api
         self.resource = resource
         self.namespace = namespace if resource.namespaced else None
         self.label_selector = label_selector
-        #: The shard range this informer keeps; ``None`` when it keeps everything (no shards, or ``--shards 1``).
-        self.shard = shard if shard is not None and not shard.everything else None
-        self._shard_selector = self.shard.selector if self.shard is not None else None
-        #: Who filters by shard, known after the first list (see ``ShardFiltering``); ``None`` without a shard.
-        self.shard_filtering: ShardFiltering | None = None
-        # Kubernetes 1.36 echoes shardInfo on the lists of resources it stores as typed objects (the core group and the
-        # other built-in groups without a dot) but not on custom resources' (unstructured) lists, which it filters
-        # all the same: only for the former does a missing echo prove that the server ignored the selector.
-        self._echo_expected = "." not in resource.group
-        self._fallback_notice = fallback_notice
         self.name = name or resource.plural
+        #: ``None`` when the informer keeps everything (no shards, or ``--shards 1``).
+        self.shard_filter = ShardFilter.for_range(shard, resource, name=self.name, notice=fallback_notice)
         self.on_event: EventHandler = on_event or noop_handler
         self.watch_timeout_seconds = watch_timeout_seconds
         #: Seconds of silence before a watch is restarted; ``None``: drawn per watch from the default range.
@@ -216,7 +174,16 @@ class Informer:
         self.resource_version = ""
         self._path = resource.path(namespace=self.namespace)
         self._m_events = {t: metrics.WATCH_EVENTS.labels(resource=self.name, type=t) for t in _EVENT_TYPES}
-        self._m_dropped = metrics.SHARD_FILTER_DROPPED.labels(resource=self.name) if self.shard is not None else None
+
+    @property
+    def shard(self) -> ShardRange | None:
+        """The shard range this informer keeps; ``None`` when it keeps everything."""
+        return self.shard_filter.shard if self.shard_filter is not None else None
+
+    @property
+    def shard_filtering(self) -> ShardFiltering | None:
+        """Who was found to filter by shard (``server``, ``client``, ``unconfirmed``); ``None`` without a shard."""
+        return self.shard_filter.filtering if self.shard_filter is not None else None
 
     # -- health -------------------------------------------------------------------------------------------------------
 
@@ -253,8 +220,8 @@ class Informer:
         except Exception as exc:  # an informer must never die: every failure is retried
             await self._fail("list", exc)
             return False
-        if self.shard is not None:
-            self._note_list_filtering(echoed=echoed, strays=strays)
+        if self.shard_filter is not None:
+            self.shard_filter.after_list(echoed=echoed, strays=strays)
         self.consecutive_failures = 0
         self.resource_version = resource_version
         metrics.WATCH_RELISTS.labels(resource=self.name).inc()
@@ -283,14 +250,14 @@ class Informer:
     async def _list_pages(self) -> _Listed:
         items: list[KubeObject] = []
         token: str | None = None
-        echoed = True
+        echoed = self.shard_filter is not None
         strays = 0
         while True:
             query = {"limit": str(self.page_size)}
             if self.label_selector:
                 query["labelSelector"] = self.label_selector
-            if self._shard_selector:
-                query[SHARD_SELECTOR_PARAM] = self._shard_selector
+            if self.shard_filter is not None:
+                self.shard_filter.add_to(query)
             if token:
                 query["continue"] = token
             try:
@@ -301,90 +268,16 @@ class Informer:
                 raise
             self._touch()
             meta = page.get("metadata") or {}
-            echoed = self._echoed(meta) and echoed
+            if self.shard_filter is not None:
+                echoed = self.shard_filter.echoed(meta, path=self._path) and echoed
             for item in page.get("items") or ():
-                if self._in_shard(item):
+                if self.shard_filter is None or self.shard_filter.admits(item):
                     items.append(self._complete(item))
                 else:
                     strays += 1
             token = meta.get("continue") or None
             if not token:
                 return _Listed(items, str(meta.get("resourceVersion") or ""), echoed, strays)
-
-    def _echoed(self, list_meta: dict[str, Any]) -> bool:
-        """True when the list page says the server applied our selector; raises if it applied another one."""
-        if self._shard_selector is None:
-            return False
-        echoed = (list_meta.get("shardInfo") or {}).get("selector")
-        if echoed is None:
-            return False
-        if echoed != self._shard_selector:
-            raise ShardSelectorMismatch(
-                f"the API server filtered {self._path} by shardSelector {echoed!r}, not the {self._shard_selector!r} "
-                "this informer sent: its ShardedListAndWatch implementation writes selectors differently from "
-                "Kubernetes 1.36's; report this with the server's version"
-            )
-        return True
-
-    def _in_shard(self, obj: KubeObject) -> bool:
-        """The client-side shard test (True without a shard); counts what it drops."""
-        if self.shard is None:
-            return True
-        if self.shard.contains(str((obj.get("metadata") or {}).get("namespace") or "")):
-            return True
-        if self._m_dropped is not None:
-            self._m_dropped.inc()
-        return False
-
-    def _note_list_filtering(self, *, echoed: bool, strays: int) -> None:
-        """Decide who filters from a list: the echo, else objects of other shards in it, else the resource's kind."""
-        if strays:
-            self._note_filtering("client", f"its list answer held {strays} object(s) of other shards")
-        elif echoed:
-            self._note_filtering("server", "it echoed the selector in metadata.shardInfo")
-        elif self._echo_expected:
-            self._note_filtering("client", "its list answer has no metadata.shardInfo")
-        elif self.shard_filtering != "client":  # a server once seen ignoring the selector is not trusted again
-            self._note_filtering("unconfirmed", "no metadata.shardInfo, which it omits for custom resources")
-
-    def _note_filtering(self, filtering: ShardFiltering, evidence: str) -> None:
-        """Record who filters; warn (once per process) when the API server turns out to ignore the selector."""
-        previous, self.shard_filtering = self.shard_filtering, filtering
-        if filtering != "unconfirmed":
-            metrics.SHARD_FILTER_CLIENT_SIDE.labels(resource=self.name).set(1 if filtering == "client" else 0)
-        if filtering == previous:
-            return
-        extra = {"informer": self.name, "shard_filtering": filtering}
-        if filtering == "client" and (previous == "server" or self._fallback_notice.first()):
-            logger.warning(
-                "informer %s: the API server ignored shardSelector (%s): it runs without the ShardedListAndWatch "
-                "feature gate, or predates Kubernetes 1.36. This replica receives every shard's objects and drops "
-                "those outside %s itself: correct, but decoding and watch traffic are not divided among replicas. "
-                "Start kube-apiserver with --feature-gates=ShardedListAndWatch=true to have the server filter.",
-                self.name,
-                evidence,
-                self.shard,
-                extra=extra,
-            )
-        elif filtering == "client":
-            logger.info(
-                "informer %s: filtering %s client-side (the API server ignored shardSelector: %s)",
-                self.name,
-                self.shard,
-                evidence,
-                extra=extra,
-            )
-        elif filtering == "server":
-            logger.info("informer %s: the API server filters by %s (%s)", self.name, self.shard, evidence, extra=extra)
-        else:
-            logger.info(
-                "informer %s: the API server sent only objects of %s but did not confirm that it filters (%s); "
-                "anything of another shard that arrives is dropped here",
-                self.name,
-                self.shard,
-                evidence,
-                extra=extra,
-            )
 
     def _complete(self, obj: KubeObject) -> KubeObject:
         """List items lack kind/apiVersion (watch objects carry them); fill them in so both look the same."""
@@ -446,8 +339,8 @@ class Informer:
             query["resourceVersion"] = self.resource_version
         if self.label_selector:
             query["labelSelector"] = self.label_selector
-        if self._shard_selector:
-            query[SHARD_SELECTOR_PARAM] = self._shard_selector
+        if self.shard_filter is not None:
+            self.shard_filter.add_to(query)
         received = 0
         loop = asyncio.get_running_loop()
         watchdog = asyncio.timeout(stall_timeout)  # covers opening the watch too; re-armed by every event
@@ -498,14 +391,10 @@ class Informer:
         if event_type not in ("ADDED", "MODIFIED", "DELETED"):
             logger.warning("informer %s: ignoring watch event of unknown type %r", self.name, event_type)
             return
-        if not self._in_shard(obj):
+        if self.shard_filter is not None and not self.shard_filter.admits(obj):
             if new_rv:
                 self.resource_version = new_rv
-            if self.shard_filtering != "client":
-                namespace = (obj.get("metadata") or {}).get("namespace")
-                self._note_filtering(
-                    "client", f"its watch sent an object of namespace {namespace!r}, outside the shard"
-                )
+            self.shard_filter.after_stray_event(obj)
             return
         change: StoreEvent
         strip_unread_fields(obj)

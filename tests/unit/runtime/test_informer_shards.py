@@ -26,7 +26,8 @@ from tests.unit.runtime.test_informer import (
 from webserver_operator import metrics
 from webserver_operator.core.resources import Resource
 from webserver_operator.core.shards import ShardRange, shard_index, shard_ranges
-from webserver_operator.runtime.informer import FallbackNotice, Informer
+from webserver_operator.runtime.informer import Informer
+from webserver_operator.runtime.shardfilter import FallbackNotice
 
 pytestmark = pytest.mark.timeout(5)
 
