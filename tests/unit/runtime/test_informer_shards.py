@@ -27,7 +27,7 @@ from webserver_operator import metrics
 from webserver_operator.core.resources import Resource
 from webserver_operator.core.shards import ShardRange, shard_index, shard_ranges
 from webserver_operator.runtime.informer import Informer
-from webserver_operator.runtime.shardfilter import FallbackNotice
+from webserver_operator.runtime.shardfilter import FallbackNotice, ShardFilter
 
 pytestmark = pytest.mark.timeout(5)
 
@@ -267,3 +267,15 @@ async def test_a_custom_resource_list_with_other_shards_objects_shows_the_fallba
     assert informer.shard_filtering == "client"
     assert cached(informer) == {(MINE[0], "a")}
     assert client_side("shards-crd-strays") == 1
+
+
+def test_a_shard_filter_is_made_only_for_a_proper_part_of_the_hash_space() -> None:
+    assert ShardFilter.for_range(None, DEPLOYMENTS, name="d") is None
+    assert ShardFilter.for_range(shard_ranges(1)[0], DEPLOYMENTS, name="d") is None
+    with pytest.raises(ValueError, match="needs no shard filter"):
+        ShardFilter(shard_ranges(1)[0], DEPLOYMENTS, name="d")
+    made = ShardFilter.for_range(SHARD, DEPLOYMENTS, name="d")
+    assert made is not None
+    query: dict[str, str] = {"limit": "500"}
+    made.add_to(query)
+    assert query == {"limit": "500", "shardSelector": SELECTOR}
