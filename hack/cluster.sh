@@ -9,7 +9,10 @@
 # audit policy file instead of hack/audit-policy.yaml, applied when the cluster is created), NODE_READY_TIMEOUT
 # (seconds to wait for every node to be Ready, default 60 + 2 per node), NODE_PORT_RANGE (kube-apiserver's
 # --service-node-port-range for a new cluster, e.g. 30000-35999 for the benchmark's 5000 NodePort Services; default
-# Kubernetes' own 30000-32767, which the tests and the CRD's nodePort bounds assume).
+# Kubernetes' own 30000-32767, which the tests and the CRD's nodePort bounds assume), SHARDED_LIST_WATCH (1, the
+# default: kube-apiserver runs with the ShardedListAndWatch feature gate and filters lists and watches that carry a
+# shardSelector; 0: the gate is off and the server ignores the parameter, which exercises the operator's client-side
+# fallback; applied when the cluster is created).
 #
 # State lives outside the repository (KWOK_WORKDIR under the tools cache), so clones share one cluster and
 # `git clean` never strands running processes. `up` is idempotent: it reuses a healthy cluster and wipes a stale one
@@ -96,27 +99,45 @@ nodes_ready() {
   ((ready >= $1))
 }
 
-# The kwokctl configuration for a new cluster: hack/kwokctl.yaml, plus --service-node-port-range when NODE_PORT_RANGE
-# is set (written next to the cluster's state, never into the repository).
+# The kwokctl configuration for a new cluster: hack/kwokctl.yaml as it is when neither NODE_PORT_RANGE nor
+# SHARDED_LIST_WATCH=0 asks for a change, else a copy written next to the cluster's state (never into the repository)
+# with --service-node-port-range added and/or the ShardedListAndWatch gate turned off.
 kwokctl_config() {
   local base="${ROOT}/hack/kwokctl.yaml"
-  if [[ -z "${NODE_PORT_RANGE:-}" ]]; then
+  local gate="${SHARDED_LIST_WATCH:-1}"
+  if [[ -z "${NODE_PORT_RANGE:-}" && "${gate}" == 1 ]]; then
     echo "${base}"
     return
   fi
-  [[ "${NODE_PORT_RANGE}" =~ ^[0-9]+-[0-9]+$ ]] || die "NODE_PORT_RANGE=${NODE_PORT_RANGE}: expected <first>-<last>, e.g. 30000-35999"
+  [[ -z "${NODE_PORT_RANGE:-}" || "${NODE_PORT_RANGE}" =~ ^[0-9]+-[0-9]+$ ]] ||
+    die "NODE_PORT_RANGE=${NODE_PORT_RANGE}: expected <first>-<last>, e.g. 30000-35999"
   local out="${KWOK_WORKDIR}/kwokctl-${CLUSTER_NAME}.yaml"
-  awk -v range="${NODE_PORT_RANGE}" '
+  awk -v range="${NODE_PORT_RANGE:-}" -v gate="${gate}" '
+    gate == 0 && /^        value: ShardedListAndWatch=true$/ { print "        value: ShardedListAndWatch=false"; next }
     { print }
     /^  - name: kube-apiserver$/ { api = 1; next }
-    api && /^    extraArgs:$/ { print "      - key: service-node-port-range"; print "        value: " range; api = 0 }
+    api && /^    extraArgs:$/ {
+      if (range != "") { print "      - key: service-node-port-range"; print "        value: " range }
+      api = 0
+    }
   ' "${base}" >"${out}"
-  grep -q "value: ${NODE_PORT_RANGE}\$" "${out}" ||
+  [[ -z "${NODE_PORT_RANGE:-}" ]] || grep -q "value: ${NODE_PORT_RANGE}\$" "${out}" ||
     die "could not add service-node-port-range to ${out}: the kube-apiserver section of ${base} no longer has extraArgs"
+  [[ "${gate}" == 1 ]] || grep -q "value: ShardedListAndWatch=false\$" "${out}" ||
+    die "could not turn the ShardedListAndWatch gate off in ${out}: ${base} no longer sets feature-gates ShardedListAndWatch=true for kube-apiserver"
   echo "${out}"
 }
 
+# sharded_list_watch_on: this cluster's kube-apiserver filters by shardSelector (it echoes metadata.shardInfo on a
+# list that carries one; with the gate off it ignores the parameter and omits shardInfo).
+SHARD_PROBE="/api/v1/namespaces?limit=1&shardSelector=shardRange%28object.metadata.namespace%2C%20%270x0000000000000000%27%2C%20%270x10000000000000000%27%29"
+sharded_list_watch_on() {
+  "${BIN}/kubectl" --kubeconfig "${KUBECONFIG_PATH}" get --raw "${SHARD_PROBE}" --request-timeout=10s | grep -q '"shardInfo"'
+}
+
 cmd_up() {
+  [[ "${SHARDED_LIST_WATCH:-1}" == 0 || "${SHARDED_LIST_WATCH:-1}" == 1 ]] ||
+    die "SHARDED_LIST_WATCH=${SHARDED_LIST_WATCH}: expected 1 (the ShardedListAndWatch gate on, the default) or 0 (off)"
   use_tools
   mkdir -p "${KWOK_WORKDIR}"
   local start=${SECONDS}
@@ -129,7 +150,7 @@ cmd_up() {
     fi
     local config
     config="$(kwokctl_config)"
-    log "creating cluster ${CLUSTER_NAME} (binary runtime, Kubernetes $("${BIN}/kube-apiserver" --version | awk '{print $2}')${NODE_PORT_RANGE:+, nodePorts ${NODE_PORT_RANGE}})"
+    log "creating cluster ${CLUSTER_NAME} (binary runtime, Kubernetes $("${BIN}/kube-apiserver" --version | awk '{print $2}')${NODE_PORT_RANGE:+, nodePorts ${NODE_PORT_RANGE}}, ShardedListAndWatch $([[ "${SHARDED_LIST_WATCH:-1}" == 0 ]] && echo off || echo on))"
     if ! kwokctl create cluster \
       --name "${CLUSTER_NAME}" \
       --runtime binary \
@@ -164,6 +185,11 @@ cmd_up() {
   range="$("${BIN}/kubectl" --kubeconfig "${KUBECONFIG_PATH}" get servicecidr kubernetes -o jsonpath='{.spec.cidrs[0]}' 2>/dev/null || true)"
   if [[ "${range}" != "10.96.0.0/16" ]]; then
     log "WARNING: this cluster's Service range is ${range:-unknown}, not 10.96.0.0/16 (it was created with an older hack/kwokctl.yaml): run 'make cluster-down cluster-up' for room for 65k Services"
+  fi
+  local want_gate="${SHARDED_LIST_WATCH:-1}" have_gate=0
+  sharded_list_watch_on && have_gate=1
+  if [[ "${have_gate}" != "${want_gate}" ]]; then
+    log "WARNING: this cluster's kube-apiserver runs with the ShardedListAndWatch gate $( ((have_gate)) && echo on || echo off), but SHARDED_LIST_WATCH=${want_gate} asks for it $( ((want_gate)) && echo on || echo off) (the gate is set when a cluster is created): run 'SHARDED_LIST_WATCH=${want_gate} make cluster-down cluster-up', or use another CLUSTER_NAME"
   fi
   wait_for "the default ServiceAccount" 60 "${BIN}/kubectl" --kubeconfig "${KUBECONFIG_PATH}" get serviceaccount default -n default
   log "cluster ${CLUSTER_NAME} ready in $((SECONDS - start))s; kubeconfig: ${KUBECONFIG_PATH}"

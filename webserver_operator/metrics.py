@@ -50,6 +50,8 @@ __all__ = [
     "REGISTRY",
     "REST_CLIENT_REQUESTS",
     "REST_CLIENT_REQUEST_DURATION",
+    "SHARD_FILTER_CLIENT_SIDE",
+    "SHARD_FILTER_DROPPED",
     "TERMINAL_RECONCILE_ERRORS",
     "WATCH_EVENTS",
     "WATCH_RELISTS",
@@ -232,6 +234,21 @@ WATCH_EVENTS = Counter(
     "webserver_operator_watch_events_total",
     "Watch events received, by resource and event type (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR)",
     ["resource", "type"],
+    registry=REGISTRY,
+)
+
+SHARD_FILTER_CLIENT_SIDE = Gauge(
+    "webserver_operator_shard_filter_client_side",
+    "1 when the API server ignored the shard selector of a sharded informer (no ShardedListAndWatch gate, or an older "
+    "server), so this replica receives every shard's objects and drops the others itself; 0 when the server filters",
+    ["resource"],
+    registry=REGISTRY,
+)
+SHARD_FILTER_DROPPED = Counter(
+    "webserver_operator_shard_filter_dropped_total",
+    "Listed objects and watch events outside this replica's shards, dropped by the client-side shard filter before "
+    "the cache (0 while the API server filters)",
+    ["resource"],
     registry=REGISTRY,
 )
 

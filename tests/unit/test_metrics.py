@@ -32,6 +32,8 @@ EXPECTED: dict[str, tuple[str, set[str]]] = {
     "webserver_operator_watch_restarts_total": ("counter", {"resource", "reason"}),
     "webserver_operator_watch_relists_total": ("counter", {"resource"}),
     "webserver_operator_watch_events_total": ("counter", {"resource", "type"}),
+    "webserver_operator_shard_filter_client_side": ("gauge", {"resource"}),
+    "webserver_operator_shard_filter_dropped_total": ("counter", {"resource"}),
 }
 
 
@@ -58,6 +60,8 @@ def touch_everything() -> None:
     metrics.WATCH_RESTARTS.labels(resource="deployments", reason="timeout").inc(0)
     metrics.WATCH_RELISTS.labels(resource="deployments").inc(0)
     metrics.WATCH_EVENTS.labels(resource="deployments", type="ADDED").inc(0)
+    metrics.SHARD_FILTER_CLIENT_SIDE.labels(resource="deployments").set(0)
+    metrics.SHARD_FILTER_DROPPED.labels(resource="deployments").inc(0)
 
 
 def test_exposed_names_types_and_labels() -> None:

@@ -21,6 +21,14 @@ Why each piece (watch streams die silently in practice, and kubernetes-asyncio's
   timeout is drawn per watch from 90-120 s: the API server sends a bookmark about every 60 s on a quiet watch.
   ``last_activity`` feeds /healthz.
 
+* **Shard filter** (``shard``: a ``core.shards.ShardRange``, for an operator sharded by namespace hash): every list
+  and watch carries ``shardSelector=shardRange(object.metadata.namespace, '0x…', '0x…')``, which an API server with
+  the ``ShardedListAndWatch`` gate (alpha in 1.36) applies and one without ignores. Every listed object and watch
+  event is also tested here, before the store, so another shard's object never reaches the store or a handler on
+  either path; a dropped event still moves the resume point. ``shard_filtering`` says who was found to filter
+  (``runtime.shardfilter``). No shard, or the one range covering everything (``--shards 1``): nothing is sent or
+  tested, today's requests exactly.
+
 ``on_event(type, obj, old)`` runs synchronously right after the store changed; handlers only enqueue keys.
 resourceVersions are opaque strings: events are applied in arrival order, never compared. Failures are the kube
 layer's typed errors (``Gone``, ``Forbidden``, ``NotFound``, ...), watch ``ERROR`` events included: they are parsed
@@ -35,14 +43,16 @@ import logging
 import random
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from webserver_operator import metrics
 from webserver_operator.core.backoff import Backoff, BackoffPolicy
 from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import DEFAULT_STALL_TIMEOUT_RANGE
+from webserver_operator.core.shards import ShardRange
 from webserver_operator.core.vocabulary import EventHandler, EventType, KubeObject, WatchApi, object_key
 from webserver_operator.kube.errors import Forbidden, Gone, NotFound, api_error_from_status
+from webserver_operator.runtime.shardfilter import PROCESS_FALLBACK_NOTICE, FallbackNotice, ShardFilter, ShardFiltering
 from webserver_operator.runtime.store import Store, StoreEvent
 
 logger = logging.getLogger(__name__)
@@ -54,6 +64,15 @@ _PAGE_SIZE = 500
 _RECONNECT_BACKOFF = BackoffPolicy(base=0.8, cap=30.0, jitter=0.5)
 _FORBIDDEN_BACKOFF = BackoffPolicy(base=5.0, cap=60.0, jitter=0.5)
 _SHORT_WATCH_SECONDS = 1.0  # an empty watch that ends sooner than this is treated as a failure (no hot loop)
+
+
+class _Listed(NamedTuple):
+    """A full list: the items of this informer's shard, its resourceVersion, and what said who filtered."""
+
+    items: list[KubeObject]
+    resource_version: str
+    echoed: bool  # every page carried ``shardInfo`` with our selector (False without a shard filter)
+    strays: int  # items outside the shard that arrived (and were dropped)
 
 
 class _RestartList(Exception):
@@ -114,6 +133,7 @@ class Informer:
         *,
         namespace: str | None = None,
         label_selector: str | None = None,
+        shard: ShardRange | None = None,
         name: str | None = None,
         on_event: EventHandler | None = None,
         watch_timeout_seconds: int = _DEFAULT_WATCH_TIMEOUT_SECONDS,
@@ -123,6 +143,7 @@ class Informer:
         forbidden_backoff: Backoff | None = None,
         clock: Callable[[], float] = time.monotonic,
         rng: Callable[[], float] = random.random,
+        fallback_notice: FallbackNotice = PROCESS_FALLBACK_NOTICE,
     ) -> None:
         if watch_timeout_seconds < 1:
             raise ValueError("watch_timeout_seconds must be >= 1")
@@ -131,6 +152,8 @@ class Informer:
         self.namespace = namespace if resource.namespaced else None
         self.label_selector = label_selector
         self.name = name or resource.plural
+        #: ``None`` when the informer keeps everything (no shards, or ``--shards 1``).
+        self.shard_filter = ShardFilter.for_range(shard, resource, name=self.name, notice=fallback_notice)
         self.on_event: EventHandler = on_event or noop_handler
         self.watch_timeout_seconds = watch_timeout_seconds
         #: Seconds of silence before a watch is restarted; ``None``: drawn per watch from the default range.
@@ -152,6 +175,16 @@ class Informer:
         self._path = resource.path(namespace=self.namespace)
         self._m_events = {t: metrics.WATCH_EVENTS.labels(resource=self.name, type=t) for t in _EVENT_TYPES}
 
+    @property
+    def shard(self) -> ShardRange | None:
+        """The shard range this informer keeps; ``None`` when it keeps everything."""
+        return self.shard_filter.shard if self.shard_filter is not None else None
+
+    @property
+    def shard_filtering(self) -> ShardFiltering | None:
+        """Who was found to filter by shard (``server``, ``client``, ``unconfirmed``); ``None`` without a shard."""
+        return self.shard_filter.filtering if self.shard_filter is not None else None
+
     # -- health -------------------------------------------------------------------------------------------------------
 
     def seconds_since_activity(self) -> float:
@@ -166,7 +199,10 @@ class Informer:
         """List, then watch, recovering from every failure; returns only by cancellation."""
         self._touch()
         log_extra = {"informer": self.name, "namespace": self.namespace or ""}
-        logger.info("informer %s starting (path %s)", self.name, self._path, extra=log_extra)
+        if self.shard is not None:
+            logger.info("informer %s starting (path %s, %s)", self.name, self._path, self.shard, extra=log_extra)
+        else:
+            logger.info("informer %s starting (path %s)", self.name, self._path, extra=log_extra)
         first = True
         while True:
             if not await self._list_once(relist=not first):
@@ -180,10 +216,12 @@ class Informer:
     async def _list_once(self, *, relist: bool) -> bool:
         """One attempt at a full list applied to the store; on failure log, back off and return False."""
         try:
-            items, resource_version = await self._list_all()
+            items, resource_version, echoed, strays = await self._list_all()
         except Exception as exc:  # an informer must never die: every failure is retried
             await self._fail("list", exc)
             return False
+        if self.shard_filter is not None:
+            self.shard_filter.after_list(echoed=echoed, strays=strays)
         self.consecutive_failures = 0
         self.resource_version = resource_version
         metrics.WATCH_RELISTS.labels(resource=self.name).inc()
@@ -201,20 +239,25 @@ class Informer:
             logger.debug("informer %s relisted %d object(s)", self.name, len(self.store))
         return True
 
-    async def _list_all(self) -> tuple[list[KubeObject], str]:
+    async def _list_all(self) -> _Listed:
+        """The full list (only this informer's shard items), restarted if a continue token expires."""
         while True:
             try:
                 return await self._list_pages()
             except _RestartList:
                 logger.info("informer %s: list continue token expired, restarting the list", self.name)
 
-    async def _list_pages(self) -> tuple[list[KubeObject], str]:
+    async def _list_pages(self) -> _Listed:
         items: list[KubeObject] = []
         token: str | None = None
+        echoed = self.shard_filter is not None
+        strays = 0
         while True:
             query = {"limit": str(self.page_size)}
             if self.label_selector:
                 query["labelSelector"] = self.label_selector
+            if self.shard_filter is not None:
+                self.shard_filter.add_to(query)
             if token:
                 query["continue"] = token
             try:
@@ -224,11 +267,17 @@ class Informer:
                     raise _RestartList from exc
                 raise
             self._touch()
-            items.extend(self._complete(item) for item in page.get("items") or ())
             meta = page.get("metadata") or {}
+            if self.shard_filter is not None:
+                echoed = self.shard_filter.echoed(meta, path=self._path) and echoed
+            for item in page.get("items") or ():
+                if self.shard_filter is None or self.shard_filter.admits(item):
+                    items.append(self._complete(item))
+                else:
+                    strays += 1
             token = meta.get("continue") or None
             if not token:
-                return items, str(meta.get("resourceVersion") or "")
+                return _Listed(items, str(meta.get("resourceVersion") or ""), echoed, strays)
 
     def _complete(self, obj: KubeObject) -> KubeObject:
         """List items lack kind/apiVersion (watch objects carry them); fill them in so both look the same."""
@@ -290,6 +339,8 @@ class Informer:
             query["resourceVersion"] = self.resource_version
         if self.label_selector:
             query["labelSelector"] = self.label_selector
+        if self.shard_filter is not None:
+            self.shard_filter.add_to(query)
         received = 0
         loop = asyncio.get_running_loop()
         watchdog = asyncio.timeout(stall_timeout)  # covers opening the watch too; re-armed by every event
@@ -339,6 +390,11 @@ class Informer:
             return
         if event_type not in ("ADDED", "MODIFIED", "DELETED"):
             logger.warning("informer %s: ignoring watch event of unknown type %r", self.name, event_type)
+            return
+        if self.shard_filter is not None and not self.shard_filter.admits(obj):
+            if new_rv:
+                self.resource_version = new_rv
+            self.shard_filter.after_stray_event(obj)
             return
         change: StoreEvent
         strip_unread_fields(obj)
