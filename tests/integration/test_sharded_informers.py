@@ -27,9 +27,10 @@ from typing import Any
 
 import pytest
 
+from harness.paths import HACK
 from tests.integration.conftest import apply_crd
-from tests.support.cluster import HACK, Cluster, wait_until
-from tests.support.webservers import webserver
+from tests.support.cluster import Cluster, wait_until
+from tests.support.factories import webserver
 from webserver_operator import metrics
 from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import ClientSettings
