@@ -64,12 +64,14 @@ from typing import Any
 
 from webserver_operator import metrics
 from webserver_operator.core.leaserecord import (
+    Sighting,
     claimed_lease,
     holder_of,
     lease_duration_seconds,
     may_claim,
     new_lease,
     released_lease,
+    sighted,
 )
 from webserver_operator.core.repeats import RepeatedFailure
 from webserver_operator.core.resources import LEASES
@@ -159,8 +161,7 @@ class Lease:
         self._sleep = sleep
         self._rand = rand
         # Candidate state: the last record seen and when (our monotonic clock) it was first seen.
-        self._observed: dict[str, Any] | None = None
-        self._observed_at = 0.0
+        self._sighting: Sighting | None = None
         # Holder state: the object our last write returned (renewals and the release PUT on it).
         self._lease: dict[str, Any] | None = None
         self._holding = False
@@ -202,13 +203,14 @@ class Lease:
         except NotFound:
             observed = None
         spec = _spec_of(observed)
-        self._observe(spec)
+        now = self._clock()
+        self._sighting = sighting = sighted(self._sighting, spec, now=now)
         previous = holder_of(spec)
         if not may_claim(
             spec,
             identity=self.identity,
-            now=self._clock(),
-            observed_at=self._observed_at,
+            now=now,
+            observed_at=sighting.since,
             lease_duration=self._settings.lease_duration,
         ):
             if previous != self._logged_holder:
@@ -377,19 +379,12 @@ class Lease:
         async with asyncio.timeout(budget):
             return await self._api.request(method, path, body=body)
 
-    def _observe(self, spec: dict[str, Any] | None) -> None:
-        """Remember ``spec`` and, when it differs from the last one seen, the moment it was first seen."""
-        if spec != self._observed:
-            self._observed = spec
-            self._observed_at = self._clock()
-
     def _wrote(self, written: _Written) -> None:
         self._lease = written.lease
         self.fence.renewed(sent=written.sent, renew_deadline=self._settings.renew_deadline)
         if self._failures.succeeded():
             log.info("%s: Lease calls work again", self._where)
-        self._observed = _spec_of(written.lease)
-        self._observed_at = self._clock()
+        self._sighting = Sighting(_spec_of(written.lease), self._clock())
 
     def _forget(self) -> None:
         """The Lease is not ours any more (released, taken, deleted): nothing left to release."""
