@@ -117,13 +117,24 @@ def may_claim(
     return now - observed_at >= _declared_duration(observed, lease_duration)
 
 
-def new_lease(*, namespace: str, name: str, identity: str, lease_duration: float, now: datetime) -> dict[str, Any]:
-    """A Lease to create, held by ``identity`` from ``now``."""
+def new_lease(
+    *,
+    namespace: str,
+    name: str,
+    identity: str,
+    lease_duration: float,
+    now: datetime,
+    labels: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A Lease to create, held by ``identity`` from ``now``; ``labels`` let a set of Leases be listed together."""
     stamp = format_micro_time(now)
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    if labels:
+        metadata["labels"] = dict(labels)
     return {
         "apiVersion": LEASES.api_version,
         "kind": LEASES.kind,
-        "metadata": {"name": name, "namespace": namespace},
+        "metadata": metadata,
         "spec": {
             "holderIdentity": identity,
             "leaseDurationSeconds": lease_duration_seconds(lease_duration),

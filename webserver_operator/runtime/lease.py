@@ -124,6 +124,7 @@ class Lease:
         ...                                        # act only while hold is running
         await lease.release()                      # on graceful shutdown, after cancelling hold and stopping writes
 
+    ``labels`` go on the Lease when this replica creates it (a set of Leases listed together, such as the members').
     ``fence`` is what writers consult (``KubeClient.gated(lease.fence.why_not)``). ``clock`` (monotonic seconds,
     shared with the fence), ``wall_clock`` (times written into the Lease), ``sleep``, ``rand``, ``request_timeout`` and
     ``release_timeout`` are test hooks.
@@ -137,6 +138,7 @@ class Lease:
         namespace: str,
         identity: str,
         settings: LeaseSettings,
+        labels: Mapping[str, str] | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], datetime] = _utcnow,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -154,6 +156,7 @@ class Lease:
         self._path = LEASES.path(namespace=namespace, name=name)
         self._collection = LEASES.path(namespace=namespace)
         self._settings = settings
+        self._labels = dict(labels or {})
         self._request_timeout = request_timeout if request_timeout is not None else settings.renew_deadline
         self._release_timeout = release_timeout if release_timeout is not None else settings.release_timeout
         self._clock = clock
@@ -227,6 +230,7 @@ class Lease:
                     identity=self.identity,
                     lease_duration=self._settings.lease_duration,
                     now=self._wall_clock(),
+                    labels=self._labels,
                 )
                 written = await self._call("POST", self._collection, body=body, budget=self._request_timeout)
             else:
