@@ -190,10 +190,11 @@ class Lease:
     async def acquire(self) -> None:
         """Return once this process holds the Lease; try every ``retry_period`` (jittered) until then."""
         log.info("attempting to acquire %s as %s", self._where, self.identity)
-        while not await self._try_acquire():
+        while not await self.try_acquire():
             await self._sleep(self._settings.retry_backoff.delay(0, rand=self._rand))
 
-    async def _try_acquire(self) -> bool:
+    async def try_acquire(self) -> bool:
+        """One attempt: True when this process holds the Lease now (a shard loop decides itself when to try)."""
         try:
             return await self._acquire_once()
         except (KubeError, TimeoutError) as error:
@@ -206,16 +207,8 @@ class Lease:
         except NotFound:
             observed = None
         spec = _spec_of(observed)
-        now = self._clock()
-        self._sighting = sighting = sighted(self._sighting, spec, now=now)
         previous = holder_of(spec)
-        if not may_claim(
-            spec,
-            identity=self.identity,
-            now=now,
-            observed_at=sighting.since,
-            lease_duration=self._settings.lease_duration,
-        ):
+        if not self.observe(spec):
             if previous != self._logged_holder:
                 log.info("waiting for %s held by %s", self._where, previous)
                 self._logged_holder = previous
@@ -246,6 +239,22 @@ class Lease:
         else:
             log.info("acquired %s as %s", self._where, self.identity)
         return True
+
+    def observe(self, spec: Mapping[str, Any] | None) -> bool:
+        """Note the Lease's record as read now (``None``: there is no Lease); whether this process may claim it.
+
+        Called by ``acquire`` after each GET, and by a loop that lists many Leases at once (``runtime.shardset``), so
+        the expiry of a record is measured from the first time this process saw it, however it was read.
+        """
+        now = self._clock()
+        self._sighting = sighted(self._sighting, spec, now=now)
+        return may_claim(
+            self._sighting.spec,
+            identity=self.identity,
+            now=now,
+            observed_at=self._sighting.since,
+            lease_duration=self._settings.lease_duration,
+        )
 
     # --- hold ------------------------------------------------------------------------------------------------------
 
