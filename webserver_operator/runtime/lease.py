@@ -125,9 +125,9 @@ class Lease:
         await lease.release()                      # on graceful shutdown, after cancelling hold and stopping writes
 
     ``labels`` go on the Lease when this replica creates it (a set of Leases listed together, such as the members').
-    ``fence`` is what writers consult (``KubeClient.gated(lease.fence.why_not)``). ``clock`` (monotonic seconds,
-    shared with the fence), ``wall_clock`` (times written into the Lease), ``sleep``, ``rand``, ``request_timeout`` and
-    ``release_timeout`` are test hooks.
+    ``fence`` is what writers consult (``KubeClient.gated(lambda path: lease.fence.why_not())``). ``clock``
+    (monotonic seconds, shared with the fence), ``wall_clock`` (times written into the Lease), ``sleep``, ``rand``,
+    ``request_timeout`` and ``release_timeout`` are test hooks.
     """
 
     def __init__(
