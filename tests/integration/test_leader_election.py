@@ -177,7 +177,7 @@ async def test_a_leader_whose_event_loop_froze_past_the_renew_deadline_writes_no
     relist), the first write that runs is refused before it leaves, although the renew loop never ran to clear a
     flag; once a renew succeeds again, writes leave again."""
     leader = candidate(kube, namespace, "frozen")
-    writer = kube.without_retries().gated(leader.fence.why_not)
+    writer = kube.without_retries().gated(lambda _path: leader.fence.why_not())
     collection = f"/api/v1/namespaces/{namespace}/configmaps"
     await asyncio.wait_for(leader.acquire(), 10)
     hold = asyncio.create_task(leader.hold())

@@ -158,6 +158,11 @@ class FakeApi:
         if method == "GET":
             return copy.deepcopy(current)
         if method == "DELETE":
+            expected = (
+                ((body or {}).get("preconditions") or {}).get("resourceVersion") if isinstance(body, dict) else None
+            )
+            if expected is not None and expected != current["metadata"].get("resourceVersion"):
+                raise status_error(409, "Conflict", method=method, path=path, message="precondition failed")
             del self.collections[collection][info.name]
             return {"kind": "Status", "status": "Success"}
         assert isinstance(body, dict)

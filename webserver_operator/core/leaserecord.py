@@ -17,19 +17,23 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from webserver_operator.core.resources import LEASES
 
 __all__ = [
+    "Sighting",
     "claimed_lease",
     "format_micro_time",
     "holder_of",
+    "is_live",
     "lease_duration_seconds",
     "may_claim",
     "new_lease",
     "released_lease",
+    "sighted",
 ]
 
 
@@ -63,6 +67,31 @@ def _transitions(spec: Mapping[str, Any]) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
+@dataclass(frozen=True)
+class Sighting:
+    """A Lease record as last seen (``spec``; ``None``: no Lease) and ``since``, when that exact record was first seen.
+
+    ``since`` is read on the observer's monotonic clock after the answer arrived; it is what expiry is measured from.
+    """
+
+    spec: Mapping[str, Any] | None
+    since: float
+
+
+def sighted(previous: Sighting | None, spec: Mapping[str, Any] | None, *, now: float) -> Sighting:
+    """The sighting after seeing ``spec`` at ``now``: unchanged while the record is the same, else starting now."""
+    if previous is not None and previous.spec == spec:
+        return previous
+    return Sighting(None if spec is None else dict(spec), now)
+
+
+def is_live(sighting: Sighting, *, now: float, lease_duration: float) -> bool:
+    """Whether the Lease names a holder that renewed it within its declared duration, as far as ``now`` can tell."""
+    return bool(holder_of(sighting.spec)) and not may_claim(
+        sighting.spec, identity="", now=now, observed_at=sighting.since, lease_duration=lease_duration
+    )
+
+
 def may_claim(
     observed: Mapping[str, Any] | None,
     *,
@@ -88,13 +117,24 @@ def may_claim(
     return now - observed_at >= _declared_duration(observed, lease_duration)
 
 
-def new_lease(*, namespace: str, name: str, identity: str, lease_duration: float, now: datetime) -> dict[str, Any]:
-    """A Lease to create, held by ``identity`` from ``now``."""
+def new_lease(
+    *,
+    namespace: str,
+    name: str,
+    identity: str,
+    lease_duration: float,
+    now: datetime,
+    labels: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A Lease to create, held by ``identity`` from ``now``; ``labels`` let a set of Leases be listed together."""
     stamp = format_micro_time(now)
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    if labels:
+        metadata["labels"] = dict(labels)
     return {
         "apiVersion": LEASES.api_version,
         "kind": LEASES.kind,
-        "metadata": {"name": name, "namespace": namespace},
+        "metadata": metadata,
         "spec": {
             "holderIdentity": identity,
             "leaseDurationSeconds": lease_duration_seconds(lease_duration),

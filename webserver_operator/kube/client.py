@@ -246,7 +246,7 @@ class KubeClient:
         JSON-serialisable value; ``content_type`` defaults to JSON.
         """
         method = method.upper()
-        if self._may_write is not None and method in _GATED_METHODS and (why := self._may_write()) is not None:
+        if self._may_write is not None and method in _GATED_METHODS and (why := self._may_write(path)) is not None:
             raise WritesStopped(method=method, path=path, why=why)
         body, content_type = options.get("body"), options.get("content_type")
         pairs = _encode_query(options.get("query"))

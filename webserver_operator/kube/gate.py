@@ -39,15 +39,16 @@ if TYPE_CHECKING:
 
 __all__ = ["FencedRequest", "WriteCheck", "gate_writes"]
 
-#: ``None`` while a write may leave, else why not.
-WriteCheck = Callable[[], str | None]
+#: Given the path a write goes to, ``None`` while it may leave, else why not. The path lets one check cover writes
+#: under different Leases: with sharding, the namespace in the path names the shard whose fence decides.
+WriteCheck = Callable[[str], str | None]
 
 _WRITE_GATE: contextvars.ContextVar[WriteCheck | None] = contextvars.ContextVar("webserver_operator_write_gate")
 
 
 @contextlib.contextmanager
 def gate_writes(check: WriteCheck) -> Iterator[None]:
-    """Requests sent inside this block (in this task) leave only while ``check()`` returns ``None``."""
+    """Requests sent inside this block (in this task) leave only while ``check(path)`` returns ``None``."""
     token = _WRITE_GATE.set(check)
     try:
         yield
@@ -60,6 +61,6 @@ class FencedRequest(aiohttp.ClientRequest):
 
     async def send(self, conn: Connection) -> ClientResponse:
         check = _WRITE_GATE.get(None)
-        if check is not None and (why := check()) is not None:
+        if check is not None and (why := check(self.url.path)) is not None:
             raise WritesStopped(method=self.method, path=self.url.path, why=why)
         return await super().send(conn)

@@ -163,7 +163,8 @@ class Operator:
         writer = api.without_retries()
         lease = self._leader_lease(lease_api) if s.leader_election.leader_elect else None
         if lease is not None:
-            writer = writer.gated(lease.fence.why_not)
+            fence = lease.fence
+            writer = writer.gated(lambda _path: fence.why_not())
         controller = setup_webserver_controller(cache, api=writer, settings=s.controller)
         for name, group in cache.groups.items():
             probes.liveness[f"watch-{name}"] = watches_running(group)

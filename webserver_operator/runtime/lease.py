@@ -64,12 +64,14 @@ from typing import Any
 
 from webserver_operator import metrics
 from webserver_operator.core.leaserecord import (
+    Sighting,
     claimed_lease,
     holder_of,
     lease_duration_seconds,
     may_claim,
     new_lease,
     released_lease,
+    sighted,
 )
 from webserver_operator.core.repeats import RepeatedFailure
 from webserver_operator.core.resources import LEASES
@@ -122,9 +124,10 @@ class Lease:
         ...                                        # act only while hold is running
         await lease.release()                      # on graceful shutdown, after cancelling hold and stopping writes
 
-    ``fence`` is what writers consult (``KubeClient.gated(lease.fence.why_not)``). ``clock`` (monotonic seconds,
-    shared with the fence), ``wall_clock`` (times written into the Lease), ``sleep``, ``rand``, ``request_timeout`` and
-    ``release_timeout`` are test hooks.
+    ``labels`` go on the Lease when this replica creates it (a set of Leases listed together, such as the members').
+    ``fence`` is what writers consult (``KubeClient.gated(lambda path: lease.fence.why_not())``). ``clock``
+    (monotonic seconds, shared with the fence), ``wall_clock`` (times written into the Lease), ``sleep``, ``rand``,
+    ``request_timeout`` and ``release_timeout`` are test hooks.
     """
 
     def __init__(
@@ -135,6 +138,7 @@ class Lease:
         namespace: str,
         identity: str,
         settings: LeaseSettings,
+        labels: Mapping[str, str] | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], datetime] = _utcnow,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -152,6 +156,7 @@ class Lease:
         self._path = LEASES.path(namespace=namespace, name=name)
         self._collection = LEASES.path(namespace=namespace)
         self._settings = settings
+        self._labels = dict(labels or {})
         self._request_timeout = request_timeout if request_timeout is not None else settings.renew_deadline
         self._release_timeout = release_timeout if release_timeout is not None else settings.release_timeout
         self._clock = clock
@@ -159,8 +164,7 @@ class Lease:
         self._sleep = sleep
         self._rand = rand
         # Candidate state: the last record seen and when (our monotonic clock) it was first seen.
-        self._observed: dict[str, Any] | None = None
-        self._observed_at = 0.0
+        self._sighting: Sighting | None = None
         # Holder state: the object our last write returned (renewals and the release PUT on it).
         self._lease: dict[str, Any] | None = None
         self._holding = False
@@ -186,10 +190,11 @@ class Lease:
     async def acquire(self) -> None:
         """Return once this process holds the Lease; try every ``retry_period`` (jittered) until then."""
         log.info("attempting to acquire %s as %s", self._where, self.identity)
-        while not await self._try_acquire():
+        while not await self.try_acquire():
             await self._sleep(self._settings.retry_backoff.delay(0, rand=self._rand))
 
-    async def _try_acquire(self) -> bool:
+    async def try_acquire(self) -> bool:
+        """One attempt: True when this process holds the Lease now (a shard loop decides itself when to try)."""
         try:
             return await self._acquire_once()
         except (KubeError, TimeoutError) as error:
@@ -202,15 +207,8 @@ class Lease:
         except NotFound:
             observed = None
         spec = _spec_of(observed)
-        self._observe(spec)
         previous = holder_of(spec)
-        if not may_claim(
-            spec,
-            identity=self.identity,
-            now=self._clock(),
-            observed_at=self._observed_at,
-            lease_duration=self._settings.lease_duration,
-        ):
+        if not self.observe(spec):
             if previous != self._logged_holder:
                 log.info("waiting for %s held by %s", self._where, previous)
                 self._logged_holder = previous
@@ -225,6 +223,7 @@ class Lease:
                     identity=self.identity,
                     lease_duration=self._settings.lease_duration,
                     now=self._wall_clock(),
+                    labels=self._labels,
                 )
                 written = await self._call("POST", self._collection, body=body, budget=self._request_timeout)
             else:
@@ -240,6 +239,22 @@ class Lease:
         else:
             log.info("acquired %s as %s", self._where, self.identity)
         return True
+
+    def observe(self, spec: Mapping[str, Any] | None) -> bool:
+        """Note the Lease's record as read now (``None``: there is no Lease); whether this process may claim it.
+
+        Called by ``acquire`` after each GET, and by a loop that lists many Leases at once (``runtime.shardset``), so
+        the expiry of a record is measured from the first time this process saw it, however it was read.
+        """
+        now = self._clock()
+        self._sighting = sighted(self._sighting, spec, now=now)
+        return may_claim(
+            self._sighting.spec,
+            identity=self.identity,
+            now=now,
+            observed_at=self._sighting.since,
+            lease_duration=self._settings.lease_duration,
+        )
 
     # --- hold ------------------------------------------------------------------------------------------------------
 
@@ -377,19 +392,12 @@ class Lease:
         async with asyncio.timeout(budget):
             return await self._api.request(method, path, body=body)
 
-    def _observe(self, spec: dict[str, Any] | None) -> None:
-        """Remember ``spec`` and, when it differs from the last one seen, the moment it was first seen."""
-        if spec != self._observed:
-            self._observed = spec
-            self._observed_at = self._clock()
-
     def _wrote(self, written: _Written) -> None:
         self._lease = written.lease
         self.fence.renewed(sent=written.sent, renew_deadline=self._settings.renew_deadline)
         if self._failures.succeeded():
             log.info("%s: Lease calls work again", self._where)
-        self._observed = _spec_of(written.lease)
-        self._observed_at = self._clock()
+        self._sighting = Sighting(_spec_of(written.lease), self._clock())
 
     def _forget(self) -> None:
         """The Lease is not ours any more (released, taken, deleted): nothing left to release."""

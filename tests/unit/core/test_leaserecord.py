@@ -8,13 +8,16 @@ from typing import Any
 import pytest
 
 from webserver_operator.core.leaserecord import (
+    Sighting,
     claimed_lease,
     format_micro_time,
     holder_of,
+    is_live,
     lease_duration_seconds,
     may_claim,
     new_lease,
     released_lease,
+    sighted,
 )
 
 NS = "ops"
@@ -134,3 +137,24 @@ def test_released_lease_as_client_go() -> None:
     assert holder_of(lease["spec"]) == ""
     assert holder_of(None) == ""
     assert holder_of({"holderIdentity": 3}) == ""
+
+
+def test_a_sighting_keeps_its_start_while_the_record_stays_the_same() -> None:
+    first = sighted(None, held_by("other"), now=1.0)
+    assert sighted(first, held_by("other"), now=9.0) is first
+    renewed = sighted(first, held_by("other", renewTime="2026-11-22T10:00:09.000000Z"), now=9.0)
+    assert renewed.since == 9.0
+    assert sighted(renewed, None, now=10.0) == Sighting(None, 10.0)
+
+
+@pytest.mark.parametrize(
+    ("spec", "now", "live"),
+    [
+        pytest.param(held_by("other"), 14.9, True, id="renewed-within-its-duration"),
+        pytest.param(held_by("other"), 15.0, False, id="expired"),
+        pytest.param(held_by(""), 0.0, False, id="released"),
+        pytest.param(None, 0.0, False, id="missing"),
+    ],
+)
+def test_is_live(spec: dict[str, Any] | None, now: float, live: bool) -> None:
+    assert is_live(Sighting(spec, 0.0), now=now, lease_duration=10.0) is live

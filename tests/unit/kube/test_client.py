@@ -500,7 +500,7 @@ async def test_waiting_for_a_pooled_connection_is_bounded(server: tuple[FakeApiS
 async def test_a_gated_view_refuses_writes_but_not_reads(kube: tuple[KubeClient, FakeApiServer, Sleeps]) -> None:
     client, fake, _ = kube
     leading = [True]
-    gated = client.gated(lambda: None if leading[0] else "the Lease was lost")
+    gated = client.gated(lambda _path: None if leading[0] else "the Lease was lost")
     fake.then(answer(200, {}), answer(200, {"ok": 1}))
     await gated.request("PATCH", DEPLOYMENTS.path(namespace="d", name="web"), body={}, content_type=MERGE_PATCH)
     leading[0] = False
@@ -508,6 +508,18 @@ async def test_a_gated_view_refuses_writes_but_not_reads(kube: tuple[KubeClient,
         await gated.request("PUT", SERVICES.path(namespace="d", name="s"), body={})
     assert await gated.request("GET", SERVICES.path(namespace="d", name="s")) == {"ok": 1}
     assert [call.method for call in fake.seen] == ["PATCH", "GET"], "the refused write never left the process"
+
+
+async def test_the_gate_decides_by_the_path_of_each_write(kube: tuple[KubeClient, FakeApiServer, Sleeps]) -> None:
+    """One gate covers writes under several Leases: the namespace in the path names the shard whose fence decides."""
+    client, fake, _ = kube
+    held = {"team-a"}
+    gated = client.gated(lambda path: None if path.split("/")[4] in held else f"{path}: its shard is not held here")
+    fake.then(answer(200, {}))
+    await gated.request("PUT", SERVICES.path(namespace="team-a", name="s"), body={})
+    with pytest.raises(WritesStopped, match="its shard is not held here"):
+        await gated.request("PUT", SERVICES.path(namespace="team-b", name="s"), body={})
+    assert [(call.method, call.path) for call in fake.seen] == [("PUT", "/api/v1/namespaces/team-a/services/s")]
 
 
 class Deadline:
@@ -537,7 +549,7 @@ async def test_a_write_that_waited_in_the_rate_limiter_past_the_deadline_is_not_
         configuration_for(url), settings=ClientSettings(qps=1.0, burst=1), retry=RETRY, sleep=deadline.sleep
     )
     async with client:
-        gated = client.gated(deadline.why_not)
+        gated = client.gated(lambda _path: deadline.why_not())
         fake.then(answer(200, {}), answer(200, {}))
         await gated.request("PUT", SERVICES.path(namespace="d", name="first"), body={})
         with pytest.raises(WritesStopped, match="validity deadline"):
@@ -561,7 +573,7 @@ async def test_a_write_that_waited_for_a_pooled_connection_past_the_deadline_is_
     fake.then(slow, answer(200, {"kind": "Service"}))
     client = await KubeClient.create(configuration_for(url), settings=SETTINGS, retry=RETRY, pool_size=1)
     async with client:
-        gated = client.gated(lambda: None if valid[0] else "the Lease's validity deadline has passed")
+        gated = client.gated(lambda _path: None if valid[0] else "the Lease's validity deadline has passed")
         read = asyncio.create_task(gated.request("GET", SERVICES.path(namespace="d", name="slow")))
         await asyncio.sleep(0.1)  # the read holds the only connection
         write = asyncio.create_task(gated.request("PUT", SERVICES.path(namespace="d", name="web"), body={}))
