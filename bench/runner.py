@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.audit import AuditLog
-from bench.cluster import BenchCluster, node_port_range_for, nodes_for
+from bench.cluster import KCM_API_QPS, BenchCluster, node_port_range_for, nodes_for
 from bench.kubeapi import Api, load_endpoint
 from bench.progress import say
 from bench.raw import raw_run
@@ -148,6 +148,7 @@ async def run_plan(plan: Plan) -> Result:
             "steady_seconds": plan.steady_seconds,
             "scenarios": plan.scenarios,
             "workers": 4,
+            "kcm_api_qps": KCM_API_QPS,
         },
         "raw_best_concurrency": {str(k): v for k, v in best_concurrency.items()},
         "runs": runs,

@@ -9,7 +9,9 @@
 # audit policy file instead of hack/audit-policy.yaml, applied when the cluster is created), NODE_READY_TIMEOUT
 # (seconds to wait for every node to be Ready, default 60 + 2 per node), NODE_PORT_RANGE (kube-apiserver's
 # --service-node-port-range for a new cluster, e.g. 30000-35999 for the benchmark's 5000 NodePort Services; default
-# Kubernetes' own 30000-32767, which the tests and the CRD's nodePort bounds assume).
+# Kubernetes' own 30000-32767, which the tests and the CRD's nodePort bounds assume), KCM_API_QPS (the client QPS of
+# kube-controller-manager for a new cluster, burst twice that; default Kubernetes' own 20, burst 30: the benchmark
+# raises it so that making 1000 Deployments available is not paced by the controller-manager's client).
 #
 # State lives outside the repository (KWOK_WORKDIR under the tools cache), so clones share one cluster and
 # `git clean` never strands running processes. `up` is idempotent: it reuses a healthy cluster and wipes a stale one
@@ -97,22 +99,34 @@ nodes_ready() {
 }
 
 # The kwokctl configuration for a new cluster: hack/kwokctl.yaml, plus --service-node-port-range when NODE_PORT_RANGE
-# is set (written next to the cluster's state, never into the repository).
+# is set and --kube-api-qps/--kube-api-burst for kube-controller-manager when KCM_API_QPS is set (written next to the
+# cluster's state, never into the repository).
 kwokctl_config() {
   local base="${ROOT}/hack/kwokctl.yaml"
-  if [[ -z "${NODE_PORT_RANGE:-}" ]]; then
+  if [[ -z "${NODE_PORT_RANGE:-}" && -z "${KCM_API_QPS:-}" ]]; then
     echo "${base}"
     return
   fi
-  [[ "${NODE_PORT_RANGE}" =~ ^[0-9]+-[0-9]+$ ]] || die "NODE_PORT_RANGE=${NODE_PORT_RANGE}: expected <first>-<last>, e.g. 30000-35999"
+  [[ -z "${NODE_PORT_RANGE:-}" || "${NODE_PORT_RANGE}" =~ ^[0-9]+-[0-9]+$ ]] ||
+    die "NODE_PORT_RANGE=${NODE_PORT_RANGE}: expected <first>-<last>, e.g. 30000-35999"
+  [[ -z "${KCM_API_QPS:-}" || "${KCM_API_QPS}" =~ ^[1-9][0-9]*$ ]] ||
+    die "KCM_API_QPS=${KCM_API_QPS}: expected a whole number of requests per second, e.g. 200"
   local out="${KWOK_WORKDIR}/kwokctl-${CLUSTER_NAME}.yaml"
-  awk -v range="${NODE_PORT_RANGE}" '
+  awk -v range="${NODE_PORT_RANGE:-}" -v qps="${KCM_API_QPS:-}" '
     { print }
-    /^  - name: kube-apiserver$/ { api = 1; next }
-    api && /^    extraArgs:$/ { print "      - key: service-node-port-range"; print "        value: " range; api = 0 }
+    /^  - name: / { component = $3 }
+    component == "kube-apiserver" && range != "" && /^    extraArgs:$/ {
+      print "      - key: service-node-port-range"; print "        value: " range
+    }
+    component == "kube-controller-manager" && qps != "" && /^    extraArgs:$/ {
+      print "      - key: kube-api-qps"; print "        value: \"" qps "\""
+      print "      - key: kube-api-burst"; print "        value: \"" qps * 2 "\""
+    }
   ' "${base}" >"${out}"
-  grep -q "value: ${NODE_PORT_RANGE}\$" "${out}" ||
+  [[ -z "${NODE_PORT_RANGE:-}" ]] || grep -q "value: ${NODE_PORT_RANGE}\$" "${out}" ||
     die "could not add service-node-port-range to ${out}: the kube-apiserver section of ${base} no longer has extraArgs"
+  [[ -z "${KCM_API_QPS:-}" ]] || grep -q "key: kube-api-qps\$" "${out}" ||
+    die "could not add kube-api-qps to ${out}: the kube-controller-manager section of ${base} no longer has extraArgs"
   echo "${out}"
 }
 
@@ -129,7 +143,7 @@ cmd_up() {
     fi
     local config
     config="$(kwokctl_config)"
-    log "creating cluster ${CLUSTER_NAME} (binary runtime, Kubernetes $("${BIN}/kube-apiserver" --version | awk '{print $2}')${NODE_PORT_RANGE:+, nodePorts ${NODE_PORT_RANGE}})"
+    log "creating cluster ${CLUSTER_NAME} (binary runtime, Kubernetes $("${BIN}/kube-apiserver" --version | awk '{print $2}')${NODE_PORT_RANGE:+, nodePorts ${NODE_PORT_RANGE}}${KCM_API_QPS:+, controller-manager QPS ${KCM_API_QPS}})"
     if ! kwokctl create cluster \
       --name "${CLUSTER_NAME}" \
       --runtime binary \
