@@ -99,6 +99,7 @@ def order(systems: list[str], round_index: int) -> list[str]:
 
 async def run_plan(plan: Plan) -> Result:
     plan.log_dir.mkdir(parents=True, exist_ok=True)
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     runs: list[Result] = []
     best_concurrency: dict[int, int] = {}
 
@@ -137,7 +138,8 @@ async def run_plan(plan: Plan) -> Result:
                     result["round"] = r
                     record(result)
     return {
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "started": started,
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "machine": machine(),
         "plan": {
             "sizes": plan.sizes,
