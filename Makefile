@@ -183,7 +183,7 @@ $(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt
 	touch $@
 
 .PHONY: bench
-bench: venv tools $(VENV)/.bench-installed ## Benchmark vs the raw API limit, a Go and a kopf peer (N=100,1000; BENCH_ARGS="--n 100 --rounds 1"). Not in make test.
+bench: venv tools $(VENV)/.bench-installed ## Benchmark vs the raw API limit, a Go and a kopf peer (N=1000, 1 round, within an hour; BENCH_ARGS="--n 100" for a quick look). Not in make test.
 	bench/peers/go/build.sh >/dev/null
 	$(PY) -m bench run $(BENCH_ARGS)
 

@@ -1,12 +1,14 @@
 """``python -m bench``: run the benchmark, profile the operator, or redraw a report (`make bench` calls ``run``).
 
-    python -m bench run [--n 100 --n 1000] [--zero 5000] [--rounds 2] [--systems raw,ours,go,kopf]
+    python -m bench run [--n 1000] [--zero 5000] [--rounds 1] [--systems raw,ours,go,kopf]
     python -m bench profile [--n 1000]
     python -m bench report bench/results/<stamp>.json [--readme]
 
 ``run`` writes bench/results/<stamp>.json (every measurement), <stamp>.md (the table), <stamp>-n<N>x<replicas>.png
 (charts) and, unless --no-readme, the Results section of bench/README.md. ``--zero N`` adds a size with ``replicas: 0``,
-which takes pod simulation out of the picture. Only loopback API servers are used: each run gets its own fresh
+which takes pod simulation out of the picture. The defaults (N=1000, one round, every scenario and system, the raw
+limit at 50 requests in flight) are sized to finish within an hour on a 2-core machine; more rounds or sizes are a
+choice. Only loopback API servers are used: each run gets its own fresh
 local cluster (hack/cluster.sh, cluster name webserver-bench), deleted afterwards.
 """
 
@@ -61,7 +63,7 @@ def write_outputs(results: dict[str, object], json_path: Path, *, readme: bool) 
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    sizes = [(n, 1) for n in (args.n or [100, 1000])] + [(n, 0) for n in args.zero or []]
+    sizes = [(n, 1) for n in (args.n or [1000])] + [(n, 0) for n in args.zero or []]
     systems = [s for s in args.systems.split(",") if s]
     unknown_scenarios = {s for s in args.scenarios.split(",") if s} - set(SCENARIOS)
     if unknown_scenarios:
@@ -120,13 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run the benchmark (fresh cluster per system and round)")
-    run.add_argument(
-        "--n", type=int, action="append", help="WebServers with 1 replica (repeatable; default 100 and 1000)"
-    )
+    run.add_argument("--n", type=int, action="append", help="WebServers with 1 replica (repeatable; default 1000)")
     run.add_argument("--zero", type=int, action="append", help="WebServers with replicas: 0 (repeatable; e.g. 5000)")
-    run.add_argument("--rounds", type=int, default=2, help="rounds per size, order alternating (default 2)")
+    run.add_argument("--rounds", type=int, default=1, help="rounds per size, order alternating (default 1)")
     run.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated subset of {','.join(SYSTEMS)}")
-    run.add_argument("--raw-concurrency", default="16,64", help="raw driver's in-flight levels tried (default 16,64)")
+    run.add_argument(
+        "--raw-concurrency", default="50", help="raw driver's in-flight levels tried, e.g. 16,64 (default 50)"
+    )
     run.add_argument("--repairs", type=int, default=100, help="child deletions and drift edits each (default 100)")
     run.add_argument("--steady-seconds", type=float, default=60.0, help="steady-state window (default 60)")
     run.add_argument(

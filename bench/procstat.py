@@ -1,9 +1,11 @@
 """CPU seconds and resident memory of a process, read from /proc, and the control plane's own processes.
 
 Why /proc and not the operators' metrics: the three operators export different metrics (or none); the kernel's
-accounting is the same for all of them. CPU is utime + stime of the process (all its threads); RSS is VmRSS, and a
-sampler keeps the peak within a scenario. The control plane's processes (kube-apiserver, etcd, ...) are found by
-their command lines, which all contain the cluster's folder, so the report can say who spent the CPU.
+accounting is the same for all of them. CPU is utime + stime of the process (all its threads), also recorded apart:
+user time is the process's own work (Python, JSON, TLS), system time its system calls (epoll, socket reads and writes),
+so the split shows how much of a profile's "epoll" share was CPU spent in the kernel rather than idle waiting. RSS is
+VmRSS, and a sampler keeps the peak within a scenario. The control plane's processes (kube-apiserver, etcd, ...) are
+found by their command lines, which all contain the cluster's folder, so the report can say who spent the CPU.
 """
 
 from __future__ import annotations
@@ -18,15 +20,21 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 CONTROL_PLANE = ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok")
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of ``pid`` so far (0 when it has exited)."""
+def cpu_times(pid: int) -> tuple[float, float]:
+    """User and system CPU seconds of ``pid`` so far ((0, 0) when it has exited)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return 0.0
+        return 0.0, 0.0
     fields = stat.rsplit(")", 1)[1].split()
     # fields[0] is the state (field 3); utime and stime are fields 14 and 15.
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return int(fields[11]) / CLOCK_TICKS, int(fields[12]) / CLOCK_TICKS
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` so far (0 when it has exited)."""
+    user, system = cpu_times(pid)
+    return user + system
 
 
 def _status_kb(pid: int, key: str) -> int:
@@ -66,6 +74,8 @@ def control_plane_pids(cluster_dir: Path) -> dict[str, int]:
 @dataclass
 class Usage:
     cpu_s: float
+    user_s: float
+    system_s: float
     rss_end_mb: float
     rss_peak_mb: float
     control_plane_cpu_s: dict[str, float]
@@ -88,7 +98,7 @@ class Meter:
             await asyncio.sleep(self.interval)
 
     async def __aenter__(self) -> Meter:
-        self._cpu0 = cpu_seconds(self.pid)
+        self._times0 = cpu_times(self.pid)
         self._cp0 = {name: cpu_seconds(pid) for name, pid in self.control_plane.items()}
         self._peak = rss_mb(self.pid)
         self._task = asyncio.create_task(self._sample())
@@ -100,8 +110,11 @@ class Meter:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         end = rss_mb(self.pid)
+        user, system = (now - before for now, before in zip(cpu_times(self.pid), self._times0, strict=True))
         self.usage = Usage(
-            cpu_s=round(cpu_seconds(self.pid) - self._cpu0, 3),
+            cpu_s=round(user + system, 3),
+            user_s=round(user, 3),
+            system_s=round(system, 3),
             rss_end_mb=round(end, 1),
             rss_peak_mb=round(max(self._peak, end), 1),
             control_plane_cpu_s={

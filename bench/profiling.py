@@ -238,6 +238,10 @@ def _markdown(n: int, cpu: Result, mem: Result) -> str:
         f"{bulk.get('cpu_s')} CPU s ({bulk.get('cpu_per_ws_ms')} ms per WebServer), {prof['samples']} py-spy samples "
         "on CPU (100 Hz, non-blocking).",
         "",
+        f"Operator CPU by the kernel's accounting (/proc/<pid>/stat) over the same bulk create: user "
+        f"{bulk.get('cpu_user_s')} s, system {bulk.get('cpu_system_s')} s. py-spy counts a thread waiting in "
+        "`epoll_wait` as on CPU; the system time bounds what that wait really cost.",
+        "",
         "## Own time by function (% of samples on CPU)",
         "",
         *[f"- {pct}% {name}" for name, pct in prof["own_pct"]],

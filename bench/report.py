@@ -3,6 +3,9 @@
 Why medians of rounds and ratios: absolute times on a shared 2-core machine move with whatever else runs; the
 ratios between systems measured in the same benchmark are what carries over. The table has one row per figure with
 its unit, the value for each system, and ours/raw, ours/Go, ours/kopf where both sides exist.
+
+Rows of a scenario the benchmark did not run (``--scenarios``) are left out and named under the table, so a blank
+row always means "measured and failed" (the problems list says why), never "not asked for".
 """
 
 from __future__ import annotations
@@ -39,6 +42,11 @@ class Row:
     digits: int | tuple[int, ...] = 2
     ratio: bool = True
 
+    @property
+    def scenarios(self) -> frozenset[str]:
+        """The scenarios (top-level result keys) this row reads."""
+        return frozenset(p.split(".", 1)[0] for p in (*self.paths, *(self.raw_paths or ())))
+
 
 ROWS = (
     Row("all children exist (s)", ("bulk_create.children_all_s",), ("bulk_create.children_all_s",)),
@@ -60,6 +68,11 @@ ROWS = (
         digits=0,
     ),
     Row("CPU per WebServer, bulk create (ms)", ("bulk_create.cpu_per_ws_ms",), digits=1),
+    Row(
+        "operator CPU, bulk create: user / system (s)",
+        ("bulk_create.cpu_user_s", "bulk_create.cpu_system_s"),
+        digits=1,
+    ),
     Row("kube-apiserver CPU during bulk create (s)", ("bulk_create.control_plane_cpu_s.kube-apiserver",), digits=1),
     Row(
         "operator requests, bulk create (writes / total)",
@@ -85,6 +98,7 @@ ROWS = (
     ),
     Row("new image: status lag p50 / p99 (ms)", ("image.status_lag_ms.p50", "image.status_lag_ms.p99"), digits=0),
     Row("CPU per WebServer, image fan-out (ms)", ("image.cpu_per_ws_ms",), digits=1),
+    Row("operator CPU, image fan-out: user / system (s)", ("image.cpu_user_s", "image.cpu_system_s"), digits=1),
     Row("steady state: writes / reads (get, list)", ("steady.requests.writes", "steady.requests.reads"), digits=0),
     Row("steady state: Events written", ("steady.events_created",), digits=0, ratio=False),
     Row("restart over N converged: writes / time until quiet (s)", ("restart.writes", "restart.idle_s"), digits=(0, 1)),
@@ -141,12 +155,35 @@ def _ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}x"
 
 
+#: Always run: the operator's start is the first step of every run.
+_ALWAYS = frozenset({"start"})
+
+
+def not_run(results: Result) -> list[str]:
+    """Scenarios of the table that this benchmark did not run (``--scenarios``), in table order."""
+    chosen = (results.get("plan") or {}).get("scenarios")
+    if chosen is None:  # a partial result without its plan: everything was asked for
+        return []
+    missing: list[str] = []
+    for row in ROWS:
+        for scenario in sorted(row.scenarios - _ALWAYS - set(chosen)):
+            if scenario not in missing:
+                missing.append(scenario)
+    return missing
+
+
 def summarise(results: Result) -> dict[str, Any]:
-    """Median values per (N, replicas), row and system, plus ratios; what the JSON summary and table show."""
+    """Median values per (N, replicas), row and system, plus ratios; what the JSON summary and table show.
+
+    Rows of scenarios that were not run are left out (``not_run``).
+    """
     summary: dict[str, Any] = {}
+    skipped = set(not_run(results))
     for (n, replicas), by_system in sorted(groups(results).items()):
         rows = []
         for row in ROWS:
+            if row.scenarios & skipped:
+                continue
             cells: dict[str, tuple[float | None, ...]] = {}
             for system in COLUMNS:
                 runs = by_system.get(system, [])
@@ -170,11 +207,14 @@ def markdown(results: Result) -> str:
     for block in summarise(results).values():
         n, replicas = block["n"], block["replicas"]
         rounds = block["rounds"]
-        steady = (results.get("plan") or {}).get("steady_seconds", 60)
+        plan = results.get("plan") or {}
+        steady = plan.get("steady_seconds", 60)
+        qps = plan.get("kcm_api_qps")
         title = (
             f"**N = {n}, {replicas} replica(s) per WebServer** — medians of {max(rounds.values())} round(s), each "
             f"system on its own fresh cluster; raw limit at {best.get(str(n), '?')} requests in flight; 4 workers "
             f"per operator; steady state over {steady:.0f} s"
+            + (f"; kube-controller-manager at {qps} requests/s (every system alike)" if qps else "")
         )
         head = "| | " + " | ".join(HEADERS[c] for c in COLUMNS) + " | ours/raw | ours/Go | ours/kopf |"
         lines = [title, "", head, "|" + " --- |" * (len(COLUMNS) + 4)]
@@ -192,6 +232,14 @@ def markdown(results: Result) -> str:
                 ]
             lines.append(f"| {row['label']} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
         parts.append("\n".join(lines))
+    missing = not_run(results)
+    if missing:
+        parts.append(
+            "Not run in this benchmark (`--scenarios`), so their rows are left out: " + ", ".join(missing) + "."
+        )
+    wall = sum(float(r.get("wall_s") or 0) for r in results["runs"])
+    if wall:
+        parts.append(f"Time of all runs together: {wall / 60:.0f} min.")
     errors = [
         f"- {r['system']} N={r['n']} round {r.get('round', 0) + 1}: {where}: {msg}"
         for r in results["runs"]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.cluster import BenchCluster, node_port_range_for, nodes_for
+from bench.cluster import KCM_API_QPS, BenchCluster, node_port_range_for, nodes_for
 from bench.progress import say
 from bench.raw import raw_run
 from bench.scenarios import SCENARIOS, Config, open_context, operator_run
@@ -81,6 +81,7 @@ def order(systems: list[str], round_index: int) -> list[str]:
 
 async def run_plan(plan: Plan) -> Result:
     plan.log_dir.mkdir(parents=True, exist_ok=True)
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     runs: list[Result] = []
     best_concurrency: dict[int, int] = {}
 
@@ -119,7 +120,8 @@ async def run_plan(plan: Plan) -> Result:
                     result["round"] = r
                     record(result)
     return {
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "started": started,
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "machine": machine(),
         "plan": {
             "sizes": plan.sizes,
@@ -130,6 +132,7 @@ async def run_plan(plan: Plan) -> Result:
             "steady_seconds": plan.steady_seconds,
             "scenarios": plan.scenarios,
             "workers": 4,
+            "kcm_api_qps": KCM_API_QPS,
         },
         "raw_best_concurrency": {str(k): v for k, v in best_concurrency.items()},
         "runs": runs,

@@ -106,6 +106,8 @@ def usage_dict(usage: Usage | None, n: int | None = None) -> Result:
         return {}
     out: Result = {
         "cpu_s": usage.cpu_s,
+        "cpu_user_s": usage.user_s,
+        "cpu_system_s": usage.system_s,
         "rss_end_mb": usage.rss_end_mb,
         "rss_peak_mb": usage.rss_peak_mb,
         "control_plane_cpu_s": usage.control_plane_cpu_s,

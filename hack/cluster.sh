@@ -12,7 +12,9 @@
 # Kubernetes' own 30000-32767, which the tests and the CRD's nodePort bounds assume), SHARDED_LIST_WATCH (1, the
 # default: kube-apiserver runs with the ShardedListAndWatch feature gate and filters lists and watches that carry a
 # shardSelector; 0: the gate is off and the server ignores the parameter, which exercises the operator's client-side
-# fallback; applied when the cluster is created).
+# fallback; applied when the cluster is created), KCM_API_QPS (the client QPS of kube-controller-manager for a new
+# cluster, burst twice that; default Kubernetes' own 20, burst 30: the benchmark raises it so that making 1000
+# Deployments available is not paced by the controller-manager's client).
 #
 # State lives outside the repository (KWOK_WORKDIR under the tools cache), so clones share one cluster and
 # `git clean` never strands running processes. `up` is idempotent: it reuses a healthy cluster and wipes a stale one
@@ -99,32 +101,40 @@ nodes_ready() {
   ((ready >= $1))
 }
 
-# The kwokctl configuration for a new cluster: hack/kwokctl.yaml as it is when neither NODE_PORT_RANGE nor
-# SHARDED_LIST_WATCH=0 asks for a change, else a copy written next to the cluster's state (never into the repository)
-# with --service-node-port-range added and/or the ShardedListAndWatch gate turned off.
+# The kwokctl configuration for a new cluster: hack/kwokctl.yaml as it is when none of NODE_PORT_RANGE,
+# SHARDED_LIST_WATCH=0 and KCM_API_QPS asks for a change, else a copy written next to the cluster's state (never into
+# the repository) with --service-node-port-range added, the ShardedListAndWatch gate turned off and/or
+# --kube-api-qps/--kube-api-burst added for kube-controller-manager.
 kwokctl_config() {
   local base="${ROOT}/hack/kwokctl.yaml"
   local gate="${SHARDED_LIST_WATCH:-1}"
-  if [[ -z "${NODE_PORT_RANGE:-}" && "${gate}" == 1 ]]; then
+  if [[ -z "${NODE_PORT_RANGE:-}" && "${gate}" == 1 && -z "${KCM_API_QPS:-}" ]]; then
     echo "${base}"
     return
   fi
   [[ -z "${NODE_PORT_RANGE:-}" || "${NODE_PORT_RANGE}" =~ ^[0-9]+-[0-9]+$ ]] ||
     die "NODE_PORT_RANGE=${NODE_PORT_RANGE}: expected <first>-<last>, e.g. 30000-35999"
+  [[ -z "${KCM_API_QPS:-}" || "${KCM_API_QPS}" =~ ^[1-9][0-9]*$ ]] ||
+    die "KCM_API_QPS=${KCM_API_QPS}: expected a whole number of requests per second, e.g. 200"
   local out="${KWOK_WORKDIR}/kwokctl-${CLUSTER_NAME}.yaml"
-  awk -v range="${NODE_PORT_RANGE:-}" -v gate="${gate}" '
+  awk -v range="${NODE_PORT_RANGE:-}" -v gate="${gate}" -v qps="${KCM_API_QPS:-}" '
     gate == 0 && /^        value: ShardedListAndWatch=true$/ { print "        value: ShardedListAndWatch=false"; next }
     { print }
-    /^  - name: kube-apiserver$/ { api = 1; next }
-    api && /^    extraArgs:$/ {
-      if (range != "") { print "      - key: service-node-port-range"; print "        value: " range }
-      api = 0
+    /^  - name: / { component = $3 }
+    component == "kube-apiserver" && range != "" && /^    extraArgs:$/ {
+      print "      - key: service-node-port-range"; print "        value: " range
+    }
+    component == "kube-controller-manager" && qps != "" && /^    extraArgs:$/ {
+      print "      - key: kube-api-qps"; print "        value: \"" qps "\""
+      print "      - key: kube-api-burst"; print "        value: \"" qps * 2 "\""
     }
   ' "${base}" >"${out}"
   [[ -z "${NODE_PORT_RANGE:-}" ]] || grep -q "value: ${NODE_PORT_RANGE}\$" "${out}" ||
     die "could not add service-node-port-range to ${out}: the kube-apiserver section of ${base} no longer has extraArgs"
   [[ "${gate}" == 1 ]] || grep -q "value: ShardedListAndWatch=false\$" "${out}" ||
     die "could not turn the ShardedListAndWatch gate off in ${out}: ${base} no longer sets feature-gates ShardedListAndWatch=true for kube-apiserver"
+  [[ -z "${KCM_API_QPS:-}" ]] || grep -q "key: kube-api-qps\$" "${out}" ||
+    die "could not add kube-api-qps to ${out}: the kube-controller-manager section of ${base} no longer has extraArgs"
   echo "${out}"
 }
 
@@ -150,7 +160,7 @@ cmd_up() {
     fi
     local config
     config="$(kwokctl_config)"
-    log "creating cluster ${CLUSTER_NAME} (binary runtime, Kubernetes $("${BIN}/kube-apiserver" --version | awk '{print $2}')${NODE_PORT_RANGE:+, nodePorts ${NODE_PORT_RANGE}}, ShardedListAndWatch $([[ "${SHARDED_LIST_WATCH:-1}" == 0 ]] && echo off || echo on))"
+    log "creating cluster ${CLUSTER_NAME} (binary runtime, Kubernetes $("${BIN}/kube-apiserver" --version | awk '{print $2}')${NODE_PORT_RANGE:+, nodePorts ${NODE_PORT_RANGE}}${KCM_API_QPS:+, controller-manager QPS ${KCM_API_QPS}}, ShardedListAndWatch $([[ "${SHARDED_LIST_WATCH:-1}" == 0 ]] && echo off || echo on))"
     if ! kwokctl create cluster \
       --name "${CLUSTER_NAME}" \
       --runtime binary \

@@ -28,8 +28,6 @@ def _manifests(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import asyncio  # noqa: PLC0415
-
     from webserver_operator.manager.logs import configure_logging  # noqa: PLC0415
     from webserver_operator.manager.operator import run_operator  # noqa: PLC0415
     from webserver_operator.manager.settings import SettingsError, load_settings  # noqa: PLC0415
@@ -40,10 +38,15 @@ def _run(args: argparse.Namespace) -> int:
         print(f"webserver-operator: {err}", file=sys.stderr)  # noqa: T201 - fail fast before logging is set up
         return 2
     configure_logging(level=settings.log.log_level, fmt=settings.log.log_format)
+    import logging  # noqa: PLC0415
+
     from webserver_operator.kube.errors import ConfigurationError  # noqa: PLC0415
+    from webserver_operator.manager.eventloop import choose_loop, run  # noqa: PLC0415
 
     try:
-        return asyncio.run(run_operator(settings))
+        loop = choose_loop(settings.controller.event_loop)
+        logging.getLogger("webserver_operator").info("event loop: %s", loop.note)
+        return run(run_operator(settings), loop)
     except KeyboardInterrupt:
         return 0
     except ConfigurationError as err:
@@ -51,8 +54,6 @@ def _run(args: argparse.Namespace) -> int:
         print(f"webserver-operator: {err}", file=sys.stderr)  # noqa: T201 - a clear line, as for bad settings
         return 2
     except Exception as err:
-        import logging  # noqa: PLC0415
-
         logging.getLogger("webserver_operator").exception("operator failed: %s", err)
         return 2
 

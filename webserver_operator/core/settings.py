@@ -138,10 +138,22 @@ class WatchSettings(_Section):
         return self.watch_timeout + _WATCH_READ_GRACE_SECONDS
 
 
+EventLoopChoice = Literal["auto", "uvloop", "asyncio"]
+
+
 class ControllerSettings(_Section):
-    """How many reconciles run at once, how often everything is looked at again, how long a drain may take."""
+    """How many reconciles run at once, on which event loop, how often everything is looked at again, and more.
+
+    How long a drain may take, and how far pods may go. The event loop is chosen by ``manager.eventloop`` before
+    anything runs.
+    """
 
     workers: int = Field(default=4, ge=1, le=64, description="WebServers reconciled concurrently.")
+    event_loop: EventLoopChoice = Field(
+        default="auto",
+        description="Event loop: uvloop (libuv; less CPU per request), asyncio (the standard library's), or auto: "
+        "uvloop when the uvloop package is installed, else asyncio.",
+    )
     resync_period: float = Field(
         default=36000.0, ge=60, description="Seconds between full resyncs (a safety net; changes are event-driven)."
     )

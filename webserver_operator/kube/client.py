@@ -2,17 +2,24 @@
 
 Everything above this layer works with plain JSON dicts. Why not the generated ``*Api`` classes and model objects:
 deserialising into models is slow, drops unknown fields (lossy round trips are how operators clobber fields they do
-not own) and needs per-kind code. We call ``ApiClient.call_api`` with ``_preload_content=False`` and decode JSON
-ourselves, which keeps what the library does well (TLS setup, auth headers, token refresh) and none of the rest.
+not own) and needs per-kind code.
+
+What is kept of kubernetes_asyncio (a named dependency): the kubeconfig and in-cluster loaders (``kube.config``),
+``Configuration`` (host, credentials, the token refresh hook) and ``ApiClient``'s construction, which builds the TLS
+context (CA, client certificate, verification flags) and the aiohttp connector from the configuration. What is
+bypassed: ``ApiClient.call_api`` and ``RESTClientObject.request``. On every request they walk the headers, the query
+and the whole body through ``sanitize_for_serialization`` (a recursive copy of the object, made for model classes the
+operator never uses), rebuild the auth settings dict, encode the body with the standard library's ``json`` and search
+the content type with a regular expression. Here a request is the session's own ``request`` with the URL, the
+headers (bearer token from ``Configuration.get_api_key_with_prefix``, which runs the library's refresh hook exactly
+as ``call_api`` did), the body encoded once by orjson (``kube.jsoncodec``) and the same proxy, proxy headers and TLS
+server name the library would pass.
 
 kubernetes_asyncio traps handled here (verified against the installed 36.x source):
 
-- ``_preload_content=False`` returns the raw aiohttp response and never raises on HTTP errors: the status is checked
-  here and turned into ``errors.ApiError`` subclasses.
-- ``_request_timeout``: nothing by default (a dead connection hangs forever); a single number becomes
-  ``ClientTimeout(total=n)``, which kills healthy watches at ``n``. We pass an ``aiohttp.ClientTimeout`` with
-  ``sock_connect`` = connect timeout and ``sock_read`` = read timeout (time without receiving a byte), no total.
-- Auth: the bearer token and its refresh hook are only applied when ``auth_settings=["BearerToken"]`` is passed.
+- Timeouts: aiohttp's session default is a 5-minute total, which would kill healthy watches. Every request here
+  passes an ``aiohttp.ClientTimeout`` with ``sock_connect`` = connect timeout and ``sock_read`` = read timeout (time
+  without receiving a byte), no total.
 - Query values go through ``urlencode`` as-is: Python ``True`` would become ``"True"``, so bools are encoded here.
 - The ``ApiClient`` owns an ``aiohttp.ClientSession``: it must be created inside the running loop and shared;
   ``KubeClient.create`` does that, ``close()`` releases it.
@@ -47,7 +54,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import json
 import logging
 import random
 import ssl
@@ -56,13 +62,14 @@ import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import Any, Self, Unpack
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import aiohttp
 
 from webserver_operator import __version__, metrics
 from webserver_operator.core.settings import ClientSettings, WatchSettings
 from webserver_operator.core.vocabulary import QueryValue, RequestOptions
+from webserver_operator.kube import jsoncodec
 from webserver_operator.kube.errors import KubeError, TransportError, WritesStopped, api_error_from_response
 from webserver_operator.kube.gate import FencedRequest, WriteCheck, gate_writes
 from webserver_operator.kube.library import ApiClient, Configuration
@@ -149,8 +156,21 @@ class KubeClient:
         self._limiter = (
             TokenBucket(qps=settings.qps, burst=settings.burst, sleep=sleep) if settings.qps is not None else None
         )
-        server = str(api.configuration.host)
+        configuration = api.configuration
+        server = str(configuration.host)
         self._host = urlsplit(server).netloc or server
+        self._configuration = configuration
+        self._base_url = server.rstrip("/")
+        # What the library's request adds to every call, worked out once (see the module docstring).
+        self._base_headers: dict[str, str] = {str(k): str(v) for k, v in api.default_headers.items()}
+        self._session_options: dict[str, Any] = {}
+        if configuration.proxy:
+            self._session_options["proxy"] = configuration.proxy
+        if configuration.proxy_headers:
+            self._session_options["proxy_headers"] = configuration.proxy_headers
+        if configuration.tls_server_name:
+            self._session_options["server_hostname"] = configuration.tls_server_name
+        self._observers: dict[tuple[str, str], tuple[Any, Any]] = {}
         # ``connect`` bounds the wait for a pooled connection plus connecting; ``sock_read`` the silence mid-answer.
         self._request_timeout = aiohttp.ClientTimeout(
             total=None,
@@ -307,9 +327,14 @@ class KubeClient:
         """
         if self._limiter is not None:
             await self._limiter.acquire()
-        headers = {"Accept": _JSON}
+        headers = {**self._base_headers, "Accept": _JSON}
         if content_type is not None:
             headers["Content-Type"] = content_type
+        if "BearerToken" in self._configuration.api_key:
+            # Runs the library's refresh hook (exec plugins, in-cluster token rotation), as ``call_api`` does.
+            headers["Authorization"] = await self._configuration.get_api_key_with_prefix("BearerToken")
+        url = f"{self._base_url}{path}?{urlencode(query)}" if query else f"{self._base_url}{path}"
+        data = None if body is None else body if isinstance(body, bytes) else jsoncodec.encode(body)
         gate = (
             gate_writes(self._may_write)
             if self._may_write is not None and method in _GATED_METHODS
@@ -318,15 +343,8 @@ class KubeClient:
         started = time.monotonic()
         try:
             with gate:  # checked inside aiohttp, after the pool wait, just before the request is written
-                response: aiohttp.ClientResponse = await self._api.call_api(
-                    path,
-                    method,
-                    query_params=query,
-                    header_params=headers,
-                    body=body,
-                    auth_settings=["BearerToken"],
-                    _preload_content=False,
-                    _request_timeout=client_timeout,
+                response: aiohttp.ClientResponse = await self._session.request(
+                    method, url, headers=headers, data=data, timeout=client_timeout, **self._session_options
                 )
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             self._observe(method, _NO_STATUS, started)
@@ -335,9 +353,23 @@ class KubeClient:
             raise error from exc
         return response
 
+    @property
+    def _session(self) -> aiohttp.ClientSession:
+        session: aiohttp.ClientSession = self._api.rest_client.pool_manager
+        return session
+
     def _observe(self, method: str, code: str, started: float) -> None:
-        metrics.REST_CLIENT_REQUESTS.labels(code=code, method=method, host=self._host).inc()
-        metrics.REST_CLIENT_REQUEST_DURATION.labels(verb=method, host=self._host).observe(time.monotonic() - started)
+        # The labelled children are looked up once per (method, code): ``labels()`` builds and hashes a key and takes
+        # a lock on every call. The views made by ``gated``/``without_retries`` share this dict (a shallow copy).
+        children = self._observers.get((method, code))
+        if children is None:
+            children = (
+                metrics.REST_CLIENT_REQUESTS.labels(code=code, method=method, host=self._host),
+                metrics.REST_CLIENT_REQUEST_DURATION.labels(verb=method, host=self._host),
+            )
+            self._observers[(method, code)] = children
+        children[0].inc()
+        children[1].observe(time.monotonic() - started)
 
     def _transport_error(self, exc: BaseException, *, method: str, path: str) -> TransportError:
         retriable = True
@@ -358,7 +390,7 @@ class KubeClient:
         if not data.strip():
             return {}
         try:
-            decoded = json.loads(data)
+            decoded = jsoncodec.decode(data)
         except ValueError as exc:
             raise TransportError(
                 method=method, path=path, cause=f"the answer is not JSON ({exc})", retriable=False

@@ -9,6 +9,9 @@ watch event carries a whole object (up to etcd's ~1.5 MiB request limit, more af
 accumulates raw chunks and cuts complete lines, scanning each byte once, so chunk boundaries anywhere (inside a
 line, inside a multi-byte UTF-8 character) are harmless.
 
+Events are decoded with orjson (``kube.jsoncodec``): in a bulk create, decoding watch events is the larger part of
+the operator's JSON work.
+
 Failure mapping: the server ending the response cleanly ends the iteration (the informer re-watches from its last
 resourceVersion); a socket read timeout, a reset connection or a body cut mid-event raises ``TransportError``.
 
@@ -17,13 +20,13 @@ Built by ``kube.client.watch``; hands decoded events to ``runtime.informer``.
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
 
+from webserver_operator.kube import jsoncodec
 from webserver_operator.kube.errors import TransportError
 
 __all__ = ["LineSplitter", "WatchStream"]
@@ -95,10 +98,10 @@ class WatchStream:
                 # The API server ends every event with a newline: a tail is a body cut mid-event, unless it happens
                 # to be a complete document (tolerated, for servers that omit the last newline).
                 try:
-                    json.loads(tail)
+                    event = jsoncodec.decode(tail)
                 except ValueError:
                     raise self._error(f"stream ended in the middle of an event ({len(tail)} bytes)") from None
-                return self._decode(tail)
+                return self._checked(event, tail)
 
     async def _next_chunk(self) -> bytes:
         try:
@@ -110,9 +113,12 @@ class WatchStream:
 
     def _decode(self, line: bytes) -> dict[str, Any]:
         try:
-            event = json.loads(line)
+            event = jsoncodec.decode(line)
         except ValueError as exc:
             raise self._error(f"undecodable watch event ({len(line)} bytes): {exc}") from exc
+        return self._checked(event, line)
+
+    def _checked(self, event: object, line: bytes) -> dict[str, Any]:
         if not isinstance(event, dict) or "type" not in event:
             raise self._error(f"watch event is not an object with a 'type' ({len(line)} bytes)")
         return event

@@ -8,7 +8,11 @@ after normalising server defaults (a missing ``protocol`` is ``TCP``, ``0.5`` cp
 differs:
 
 ``merge_owned_deployment`` / ``merge_owned_service`` return a copy of the *live* object with only the owned fields
-set from *desired*, and only where they differ, so an unchanged field keeps the live value byte for byte. The
+set from *desired*, and only where they differ, so an unchanged field keeps the live value byte for byte. The copy is
+made along the paths it changes (each dict or list on the way is copied before it is written); everything else is
+shared with *live* (the cache's object) and *desired* (built fresh for this reconcile), neither of which is ever
+written. A deep copy of the whole live object per child and reconcile was 4% of the operator's CPU in a profiled bulk
+create, for objects whose owned fields are a handful of keys. The
 reconciler hands ``(live, merged)`` to ``core.jsondiff.compare``, which says what drifted and builds the merge patch
 (with ``metadata.resourceVersion``, so a write based on a stale cache fails with 409 and is retried from fresh state).
 
@@ -25,7 +29,6 @@ else's. A Deployment's ``spec.selector`` is immutable, so it is never patched: `
 Called by ``reconcile.reconciler`` for each child; hands ``(live, merged)`` on to ``core.jsondiff.compare``.
 """
 
-import copy
 from typing import Any, Final
 
 from webserver_operator.core.quantity import MILLI, quantities_equal
@@ -44,12 +47,12 @@ _POD_PRIVILEGE_FIELDS: Final = ("automountServiceAccountToken", "enableServiceLi
 
 
 def merge_owned_deployment(live: KubeObject, desired: KubeObject) -> KubeObject:
-    """A deep copy of ``live`` with the operator-owned Deployment fields set from ``desired`` where they differ.
+    """A copy of ``live`` with the operator-owned Deployment fields set from ``desired`` where they differ.
 
     Raises ValueError when ``live`` is controlled by another owner (the reconciler checks ownership first: a foreign
     object is reported, never overwritten).
     """
-    merged = copy.deepcopy(live)
+    merged = dict(live)
     _merge_metadata(merged, desired)
     want_spec = desired.get("spec") or {}
     spec = _child(merged, "spec")
@@ -66,11 +69,11 @@ def merge_owned_deployment(live: KubeObject, desired: KubeObject) -> KubeObject:
 
 
 def merge_owned_service(live: KubeObject, desired: KubeObject) -> KubeObject:
-    """A deep copy of ``live`` with the operator-owned Service fields set from ``desired`` where they differ.
+    """A copy of ``live`` with the operator-owned Service fields set from ``desired`` where they differ.
 
     Raises ValueError when ``live`` is controlled by another owner (see ``merge_owned_deployment``).
     """
-    merged = copy.deepcopy(live)
+    merged = dict(live)
     _merge_metadata(merged, desired)
     want_spec = desired.get("spec") or {}
     spec = _child(merged, "spec")
@@ -79,7 +82,7 @@ def merge_owned_service(live: KubeObject, desired: KubeObject) -> KubeObject:
         spec["type"] = want_spec["type"]
     want_selector = want_spec.get("selector") or {}
     if (spec.get("selector") or {}) != want_selector:
-        spec["selector"] = copy.deepcopy(want_selector)
+        spec["selector"] = want_selector
     ports = _merge_service_ports(spec.get("ports") or [], want_spec.get("ports") or [])
     if ports != (spec.get("ports") or []):
         spec["ports"] = ports
@@ -129,22 +132,24 @@ def _merge_owner_reference(obj: KubeObject, want: dict[str, Any]) -> None:
         if isinstance(ref, dict) and ref.get("uid") == want.get("uid"):
             if all(ref.get(key) == value for key, value in want.items()):
                 return
-            refs[index] = copy.deepcopy(want)
+            refs[index] = want
             break
     else:
-        refs.append(copy.deepcopy(want))
+        refs.append(want)
     _child(obj, "metadata")["ownerReferences"] = refs
 
 
 def _merge_pod_spec(pod_spec: KubeObject, want: KubeObject) -> None:
     want_container = next((c for c in want.get("containers") or [] if c.get("name") == CONTAINER_NAME), None)
     if want_container is not None:
-        containers = pod_spec.get("containers") or []
-        container = next((c for c in containers if c.get("name") == CONTAINER_NAME), None)
-        if container is None:
-            pod_spec["containers"] = [*containers, copy.deepcopy(want_container)]
+        containers = list(pod_spec.get("containers") or [])
+        index = next((i for i, c in enumerate(containers) if c.get("name") == CONTAINER_NAME), None)
+        if index is None:
+            containers.append(want_container)
         else:
+            containers[index] = container = dict(containers[index])
             _merge_container(container, want_container)
+        pod_spec["containers"] = containers
 
     for key in _POD_PRIVILEGE_FIELDS:
         if key in want and pod_spec.get(key) != want[key]:
@@ -153,7 +158,7 @@ def _merge_pod_spec(pod_spec: KubeObject, want: KubeObject) -> None:
     want_secrets = want.get("imagePullSecrets") or []
     if _secret_names(pod_spec.get("imagePullSecrets")) != _secret_names(want_secrets):
         if want_secrets:
-            pod_spec["imagePullSecrets"] = copy.deepcopy(want_secrets)
+            pod_spec["imagePullSecrets"] = want_secrets
         else:
             pod_spec.pop("imagePullSecrets", None)
 
@@ -169,7 +174,7 @@ def _merge_container(container: KubeObject, want: KubeObject) -> None:
     # Owned only while the WebServer sets it: otherwise an admission webhook that hardens pods would be fought forever.
     want_security = want.get("securityContext")
     if want_security is not None and container.get("securityContext") != want_security:
-        container["securityContext"] = copy.deepcopy(want_security)
+        container["securityContext"] = want_security
 
 
 def _normalise_container_ports(ports: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
@@ -215,7 +220,7 @@ def _merge_service_ports(live_ports: list[dict[str, Any]], want_ports: list[dict
         base = by_name.get(want.get("name"))
         if base is None and len(live_ports) == 1 and len(want_ports) == 1:
             base = live_ports[0]  # renamed by hand: still the same port, keep its nodePort
-        port = copy.deepcopy(base) if base is not None else {}
+        port = dict(base) if base is not None else {}  # only its top-level keys are set below
         for key, value in want.items():
             current = port.get(key, _DEFAULT_PROTOCOL) if key == "protocol" else port.get(key)
             if current != value:
@@ -225,15 +230,18 @@ def _merge_service_ports(live_ports: list[dict[str, Any]], want_ports: list[dict
 
 
 def _child(obj: KubeObject, key: str) -> KubeObject:
-    """``obj[key]`` as a dict, created when missing (only on paths that are about to be written)."""
+    """A copy of ``obj[key]``, put in its place, to write into; created when missing.
+
+    ``obj`` is itself a copy (the merge's result or a child of it got from here), so the live object is never written.
+    Only called on paths that are about to be written.
+    """
     value = obj.get(key)
-    if not isinstance(value, dict):
-        value = obj[key] = {}
+    value = obj[key] = dict(value) if isinstance(value, dict) else {}
     return value
 
 
 def _set_or_drop(obj: KubeObject, key: str, value: Any) -> None:
     if value:
-        obj[key] = copy.deepcopy(value)
+        obj[key] = value
     else:
         obj.pop(key, None)

@@ -42,7 +42,9 @@ def publish_ready(event_type: EventType, obj: KubeObject) -> None:
     """
     meta = obj.get("metadata") or {}
     namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+    key = (namespace, name)
     if event_type == "DELETED":
+        _published.pop(key, None)
         for status in _CONDITION_STATUSES:
             with contextlib.suppress(KeyError):
                 metrics.WEBSERVER_READY.remove(namespace, name, status)
@@ -50,10 +52,17 @@ def publish_ready(event_type: EventType, obj: KubeObject) -> None:
     conditions = (obj.get("status") or {}).get("conditions") or []
     ready = next((c for c in conditions if isinstance(c, dict) and c.get("type") == READY), None)
     current = str(ready.get("status")) if ready is not None else "Unknown"
+    if _published.get(key) == current:
+        return  # most events (a status write, a resync) leave Ready as it was: no three label lookups for nothing
+    _published[key] = current
     for status in _CONDITION_STATUSES:
         metrics.WEBSERVER_READY.labels(namespace=namespace, name=name, condition=status).set(
             1 if status == current else 0
         )
+
+
+#: The Ready status each WebServer's series show now, by (namespace, name): what ``publish_ready`` last set.
+_published: dict[tuple[str, str], str] = {}
 
 
 def setup_webserver_controller(cache: InformerCache, *, api: ApiRequests, settings: ControllerSettings) -> Controller:

@@ -73,6 +73,11 @@ class Controller:
         self._m_active = metrics.ACTIVE_WORKERS.labels(controller=name)
         self._m_errors = metrics.RECONCILE_ERRORS.labels(controller=name)
         self._m_time = metrics.RECONCILE_TIME.labels(controller=name)
+        # One child per result, looked up once: ``labels()`` on every reconcile builds a key and takes a lock.
+        self._m_total = {
+            result: metrics.RECONCILE_TOTAL.labels(controller=name, result=result)
+            for result in ("success", "requeue_after", "requeue", "error")
+        }
 
     # -- event -> key ---------------------------------------------------------------------------------------------
 
@@ -206,7 +211,7 @@ class Controller:
             outcome = "requeue_after"
         else:
             outcome = "success"
-        metrics.RECONCILE_TOTAL.labels(controller=self.name, result=outcome).inc()
+        self._m_total[outcome].inc()
         logger.debug(
             "reconciled %s/%s: %s in %.3fs",
             *key,
@@ -218,7 +223,7 @@ class Controller:
     def _on_error(self, key: ObjectKey, exc: Exception, duration: float) -> None:
         if isinstance(exc, Conflict):
             self.queue.add_rate_limited(key)
-            metrics.RECONCILE_TOTAL.labels(controller=self.name, result="requeue").inc()
+            self._m_total["requeue"].inc()
             logger.debug(
                 "reconcile %s/%s met a newer object than its cache (409), retrying: %s",
                 *key,
@@ -227,7 +232,7 @@ class Controller:
             )
             return
         self._m_errors.inc()
-        metrics.RECONCILE_TOTAL.labels(controller=self.name, result="error").inc()
+        self._m_total["error"].inc()
         if is_terminal(exc):
             metrics.TERMINAL_RECONCILE_ERRORS.labels(controller=self.name).inc()
             self.queue.forget(key)

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from bench import report
+from bench import charts, report
 
 
 def run(system: str, children: float, *, concurrency: int | None = None, round_: int = 0) -> dict[str, Any]:
@@ -55,3 +55,46 @@ def test_readme_without_a_development_heading_is_refused(tmp_path: Path) -> None
     readme.write_text("# x\n")
     with pytest.raises(ValueError, match="no '## Development' heading"):
         report.update_readme(readme, "table")
+
+
+def test_rows_of_scenarios_not_run_are_left_out_and_named() -> None:
+    data = results()
+    data["plan"] = {"scenarios": ["bulk_create", "repair_delete"], "kcm_api_qps": 200}
+    data["runs"][2]["repair_delete"] = {"latency_ms": {"p50": 20.0, "p99": 80.0}}
+    text = report.markdown(data)
+    assert "| repair of a deleted child, p50 / p99 (ms) | — | 20.0 / 80.0 |" in text
+    assert "repair of a drift edit" not in text
+    assert "new image" not in text
+    assert "| steady state" not in text
+    assert "so their rows are left out: repair_drift, image, steady, restart." in text
+    assert "kube-controller-manager at 200 requests/s (every system alike)" in text
+
+
+def test_a_scenario_that_ran_and_failed_keeps_its_row() -> None:
+    data = results()
+    data["plan"] = {"scenarios": list(report_scenarios())}
+    text = report.markdown(data)
+    assert "| repair of a deleted child, p50 / p99 (ms) | — | — | — | — |" in text
+    assert "Not run in this benchmark" not in text
+
+
+def report_scenarios() -> set[str]:
+    return set().union(*(row.scenarios for row in report.ROWS)) - {"start"}
+
+
+def test_user_and_system_cpu_are_reported_apart() -> None:
+    data = results()
+    data["runs"][2]["bulk_create"].update(cpu_user_s=12.25, cpu_system_s=3.5)
+    row = next(line for line in report.markdown(data).splitlines() if "bulk create: user / system" in line)
+    assert row.startswith("| operator CPU, bulk create: user / system (s) | — | 12.2 / 3.5 |")
+
+
+def test_charts_draw_only_panels_with_data() -> None:
+    data = results()
+    data["plan"] = {"scenarios": ["bulk_create"]}
+    block = next(iter(report.summarise(data).values()))
+    panels, missing = charts.panels_with_data(block)
+    assert [title for title, _ in panels] == ["all children exist (s)"]
+    assert dict(panels[0][1]) == {"raw": 1.0, "ours": 4.0, "go": 2.0, "kopf": 8.0}
+    assert "repair of a deleted child p99 (ms)" not in [title for title, _ in panels]
+    assert "all Ready (s)" in missing

@@ -634,3 +634,51 @@ async def test_proxy_variables_are_read_once_like_client_go(
         assert configuration.proxy == expected
     finally:
         await client.close()
+
+
+async def test_bearer_token_comes_from_the_refresh_hook_on_every_request(
+    server: tuple[FakeApiServer, str],
+) -> None:
+    """The request path bypasses ``ApiClient.call_api`` but still runs the library's token refresh per request."""
+    fake, url = server
+    configuration = configuration_for(url)
+    tokens = iter(["Bearer first", "Bearer rotated"])
+
+    async def refresh(config: Configuration) -> None:
+        config.api_key["BearerToken"] = next(tokens)
+
+    configuration.refresh_api_key_hook = refresh
+    client = await KubeClient.create(configuration, settings=SETTINGS, retry=RETRY)
+    try:
+        fake.then(answer(200, {}), answer(200, {}))
+        await client.request("GET", "/api/v1/namespaces/d/services/a")
+        await client.request("GET", "/api/v1/namespaces/d/services/b")
+    finally:
+        await client.close()
+    assert [seen.headers["Authorization"] for seen in fake.seen] == ["Bearer first", "Bearer rotated"]
+
+
+async def test_no_authorization_header_without_a_bearer_token(server: tuple[FakeApiServer, str]) -> None:
+    fake, url = server
+    client = await KubeClient.create(Configuration(host=url), settings=SETTINGS, retry=RETRY)
+    try:
+        fake.then(answer(200, {"kind": "Service"}))
+        assert await client.request("GET", "/api/v1/namespaces/d/services/a") == {"kind": "Service"}
+    finally:
+        await client.close()
+    assert "Authorization" not in fake.seen[0].headers
+    assert fake.seen[0].headers["User-Agent"] == USER_AGENT
+
+
+async def test_bodies_keep_unicode_and_integers_exactly(kube: tuple[KubeClient, FakeApiServer, Sleeps]) -> None:
+    client, fake, _ = kube
+    body = {
+        "metadata": {"name": "web", "annotations": {"note": "café ☕ 日本 \U0001f600", "quote": 'a "b" \\ c\n'}},
+        "spec": {"replicas": 3, "big": 2**63 - 1, "bigger": 2**70, "ratio": 0.1, "off": False, "none": None},
+    }
+    fake.then(answer(201, body))
+    got = await client.request("POST", "/apis/apps/v1/namespaces/d/deployments", body=body)
+    assert json.loads(fake.seen[0].body) == body
+    assert fake.seen[0].headers["Content-Type"] == "application/json"
+    assert got["metadata"] == body["metadata"]
+    assert got["spec"]["big"] == 2**63 - 1

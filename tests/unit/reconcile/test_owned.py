@@ -362,11 +362,12 @@ def test_deployment_drift(
     desired = desired_deployment(make_ws(**spec))
     live = touched_by_others(stored_deployment(desired))
     mutate(live)
-    before = copy.deepcopy(live)
+    before, desired_before = copy.deepcopy(live), copy.deepcopy(desired)
 
     merged = merge_owned_deployment(live, desired)
 
     assert live == before, "the live (cached) object must not be modified"
+    assert desired == desired_before, "the merge shares parts of desired: it must not modify them"
     want = expected_patch(live)
     want.setdefault("metadata", {})["resourceVersion"] = RV
     assert merge_patch(live, merged) == want
@@ -561,11 +562,12 @@ def test_service_drift(
     desired = desired_service(make_ws(**spec))
     live = stored_service(desired)
     mutate(live)
-    before = copy.deepcopy(live)
+    before, desired_before = copy.deepcopy(live), copy.deepcopy(desired)
 
     merged = merge_owned_service(live, desired)
 
     assert live == before
+    assert desired == desired_before
     want = copy.deepcopy(expected_patch)
     want.setdefault("metadata", {})["resourceVersion"] = RV
     assert merge_patch(live, merged) == want

@@ -33,3 +33,12 @@ def test_a_deleted_webserver_leaves_no_series() -> None:
     publish_ready("ADDED", webserver("gauge-b", "True"))
     publish_ready("DELETED", webserver("gauge-b", "True"))
     assert all(sample("gauge-b", c) is None for c in ("True", "False", "Unknown"))
+
+
+def test_a_webserver_deleted_and_created_again_gets_its_series_back() -> None:
+    publish_ready("ADDED", webserver("gauge-c", "True"))
+    publish_ready("MODIFIED", webserver("gauge-c", "True"))  # unchanged: the series stay as they are
+    assert (sample("gauge-c", "True"), sample("gauge-c", "False")) == (1, 0)
+    publish_ready("DELETED", webserver("gauge-c", "True"))
+    publish_ready("ADDED", webserver("gauge-c", "True"))
+    assert (sample("gauge-c", "True"), sample("gauge-c", "False"), sample("gauge-c", "Unknown")) == (1, 0, 0)
