@@ -120,3 +120,16 @@ def service(node_port: int | None = 31234, *, name: str = NAME, port: int = 80) 
     if node_port is not None:
         entry["nodePort"] = node_port
     return {"metadata": {"name": name}, "spec": {"type": "NodePort", "ports": [entry]}}
+
+
+def lease_spec(holder: str, **extra: Any) -> Obj:
+    """The spec of a Lease held by ``holder`` (renewed a second before 10:00 on 2026-11-22), updated with ``extra``."""
+    spec: Obj = {
+        "holderIdentity": holder,
+        "leaseDurationSeconds": 15,
+        "acquireTime": "2026-11-22T09:00:00.000000Z",
+        "renewTime": "2026-11-22T09:59:59.000000Z",
+        "leaseTransitions": 3,
+    }
+    spec.update(extra)
+    return spec

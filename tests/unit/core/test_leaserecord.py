@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.factories import lease_spec
 from webserver_operator.core.leaserecord import (
     Sighting,
     claimed_lease,
@@ -24,18 +25,6 @@ NS = "ops"
 WALL = datetime(2026, 11, 22, 10, 0, 0, tzinfo=UTC)
 
 
-def held_by(holder: str, **extra: Any) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "holderIdentity": holder,
-        "leaseDurationSeconds": 15,
-        "acquireTime": "2026-11-22T09:00:00.000000Z",
-        "renewTime": "2026-11-22T09:59:59.000000Z",
-        "leaseTransitions": 3,
-    }
-    spec.update(extra)
-    return spec
-
-
 # --- pure logic ----------------------------------------------------------------------------------------------------
 
 
@@ -46,14 +35,14 @@ def held_by(holder: str, **extra: Any) -> dict[str, Any]:
         pytest.param({}, 0.0, True, id="empty-spec"),
         pytest.param({"holderIdentity": ""}, 0.0, True, id="released"),
         pytest.param({"holderIdentity": None, "leaseDurationSeconds": 15}, 0.0, True, id="null-holder"),
-        pytest.param(held_by("me"), 0.0, True, id="ours"),
-        pytest.param(held_by("other"), 0.0, False, id="other-just-seen"),
-        pytest.param(held_by("other"), 14.9, False, id="other-before-expiry"),
-        pytest.param(held_by("other"), 15.0, True, id="other-expired"),
-        pytest.param(held_by("other", leaseDurationSeconds=30), 20.0, False, id="record-duration-wins"),
-        pytest.param(held_by("other", leaseDurationSeconds=30), 30.0, True, id="record-duration-expired"),
-        pytest.param(held_by("other", leaseDurationSeconds=None), 9.9, False, id="no-duration-uses-ours"),
-        pytest.param(held_by("other", leaseDurationSeconds=None), 10.0, True, id="no-duration-expired"),
+        pytest.param(lease_spec("me"), 0.0, True, id="ours"),
+        pytest.param(lease_spec("other"), 0.0, False, id="other-just-seen"),
+        pytest.param(lease_spec("other"), 14.9, False, id="other-before-expiry"),
+        pytest.param(lease_spec("other"), 15.0, True, id="other-expired"),
+        pytest.param(lease_spec("other", leaseDurationSeconds=30), 20.0, False, id="record-duration-wins"),
+        pytest.param(lease_spec("other", leaseDurationSeconds=30), 30.0, True, id="record-duration-expired"),
+        pytest.param(lease_spec("other", leaseDurationSeconds=None), 9.9, False, id="no-duration-uses-ours"),
+        pytest.param(lease_spec("other", leaseDurationSeconds=None), 10.0, True, id="no-duration-expired"),
     ],
 )
 def test_may_claim(observed: dict[str, Any] | None, now: float, expected: bool) -> None:
@@ -63,7 +52,7 @@ def test_may_claim(observed: dict[str, Any] | None, now: float, expected: bool) 
 @pytest.mark.parametrize("renew_time", ["1999-01-01T00:00:00.000000Z", "2999-01-01T00:00:00.000000Z"])
 def test_may_claim_ignores_timestamps_in_the_record(renew_time: str) -> None:
     """A renewTime far in the past (or future) says nothing: only how long WE have seen the record unchanged."""
-    observed = held_by("other", renewTime=renew_time, acquireTime=renew_time)
+    observed = lease_spec("other", renewTime=renew_time, acquireTime=renew_time)
     assert not may_claim(observed, identity="me", now=5.0, observed_at=0.0, lease_duration=15)
     assert may_claim(observed, identity="me", now=15.0, observed_at=0.0, lease_duration=15)
 
@@ -96,7 +85,7 @@ def test_new_lease() -> None:
 
 
 def test_claimed_lease_takeover_counts_a_transition_and_keeps_unknown_fields() -> None:
-    observed = {"metadata": {"name": "l", "resourceVersion": "7"}, "spec": held_by("other", preferredHolder="x")}
+    observed = {"metadata": {"name": "l", "resourceVersion": "7"}, "spec": lease_spec("other", preferredHolder="x")}
     lease = claimed_lease(observed, identity="me", lease_duration=15, now=WALL)
     assert lease["metadata"] == {"name": "l", "resourceVersion": "7"}
     assert lease["spec"] == {
@@ -111,7 +100,7 @@ def test_claimed_lease_takeover_counts_a_transition_and_keeps_unknown_fields() -
 
 
 def test_claimed_lease_renewal_keeps_acquire_time_and_transitions() -> None:
-    observed = {"metadata": {"resourceVersion": "7"}, "spec": held_by("me")}
+    observed = {"metadata": {"resourceVersion": "7"}, "spec": lease_spec("me")}
     spec = claimed_lease(observed, identity="me", lease_duration=15, now=WALL)["spec"]
     assert spec["acquireTime"] == "2026-11-22T09:00:00.000000Z"
     assert spec["renewTime"] == "2026-11-22T10:00:00.000000Z"
@@ -119,12 +108,12 @@ def test_claimed_lease_renewal_keeps_acquire_time_and_transitions() -> None:
 
 
 def test_claimed_lease_after_release_counts_a_transition() -> None:
-    released = released_lease({"metadata": {}, "spec": held_by("me")}, now=WALL)
+    released = released_lease({"metadata": {}, "spec": lease_spec("me")}, now=WALL)
     assert claimed_lease(released, identity="me", lease_duration=15, now=WALL)["spec"]["leaseTransitions"] == 4
 
 
 def test_released_lease_as_client_go() -> None:
-    observed = {"metadata": {"resourceVersion": "9"}, "spec": held_by("me")}
+    observed = {"metadata": {"resourceVersion": "9"}, "spec": lease_spec("me")}
     lease = released_lease(observed, now=WALL)
     assert lease["metadata"] == {"resourceVersion": "9"}
     assert lease["spec"] == {
@@ -140,9 +129,9 @@ def test_released_lease_as_client_go() -> None:
 
 
 def test_a_sighting_keeps_its_start_while_the_record_stays_the_same() -> None:
-    first = sighted(None, held_by("other"), now=1.0)
-    assert sighted(first, held_by("other"), now=9.0) is first
-    renewed = sighted(first, held_by("other", renewTime="2026-11-22T10:00:09.000000Z"), now=9.0)
+    first = sighted(None, lease_spec("other"), now=1.0)
+    assert sighted(first, lease_spec("other"), now=9.0) is first
+    renewed = sighted(first, lease_spec("other", renewTime="2026-11-22T10:00:09.000000Z"), now=9.0)
     assert renewed.since == 9.0
     assert sighted(renewed, None, now=10.0) == Sighting(None, 10.0)
 
@@ -150,9 +139,9 @@ def test_a_sighting_keeps_its_start_while_the_record_stays_the_same() -> None:
 @pytest.mark.parametrize(
     ("spec", "now", "live"),
     [
-        pytest.param(held_by("other"), 14.9, True, id="renewed-within-its-duration"),
-        pytest.param(held_by("other"), 15.0, False, id="expired"),
-        pytest.param(held_by(""), 0.0, False, id="released"),
+        pytest.param(lease_spec("other"), 14.9, True, id="renewed-within-its-duration"),
+        pytest.param(lease_spec("other"), 15.0, False, id="expired"),
+        pytest.param(lease_spec(""), 0.0, False, id="released"),
         pytest.param(None, 0.0, False, id="missing"),
     ],
 )

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.factories import lease_spec
 from tests.support.fake_api import FakeApi
 from webserver_operator import metrics
 from webserver_operator.core.resources import LEASES
@@ -121,18 +122,6 @@ def elector(
     )
 
 
-def held_by(holder: str, **extra: Any) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "holderIdentity": holder,
-        "leaseDurationSeconds": 15,
-        "acquireTime": "2026-11-22T09:00:00.000000Z",
-        "renewTime": "2026-11-22T09:59:59.000000Z",
-        "leaseTransitions": 3,
-    }
-    spec.update(extra)
-    return spec
-
-
 # --- acquire -------------------------------------------------------------------------------------------------------
 
 
@@ -156,7 +145,7 @@ async def test_acquire_creates_the_missing_lease() -> None:
 @pytest.mark.parametrize("holder", ["", "me"])
 async def test_acquire_released_or_own_lease_at_once(holder: str) -> None:
     kube, name, fake = FakeLeases(), lease_name(), FakeTime()
-    kube.store(name, held_by(holder))
+    kube.store(name, lease_spec(holder))
     await elector(kube, name, fake=fake).acquire()
     assert fake.now == 1000.0, "no waiting"
     assert kube.spec(name)["holderIdentity"] == "me"
@@ -165,12 +154,12 @@ async def test_acquire_released_or_own_lease_at_once(holder: str) -> None:
 
 async def test_acquire_waits_until_the_record_is_unchanged_for_the_lease_duration() -> None:
     kube, name, fake = FakeLeases(), lease_name(), FakeTime()
-    kube.store(name, held_by("other", renewTime="2999-01-01T00:00:00.000000Z"))
+    kube.store(name, lease_spec("other", renewTime="2999-01-01T00:00:00.000000Z"))
     task = asyncio.create_task(elector(kube, name, fake=fake).acquire())
     # The holder renews for a while: every change of the record restarts our observation.
     for _ in range(5):
         await spin(fake.reached(fake.now + 10))
-        kube.store(name, held_by("other", renewTime=f"renewed at {fake.now}"))
+        kube.store(name, lease_spec("other", renewTime=f"renewed at {fake.now}"))
     renewed_last = fake.now
     assert not task.done()
     await asyncio.wait_for(task, 5)
@@ -182,7 +171,7 @@ async def test_acquire_waits_until_the_record_is_unchanged_for_the_lease_duratio
 
 async def test_acquire_retries_after_losing_a_write_race_and_after_errors() -> None:
     kube, name, fake = FakeLeases(), lease_name(), FakeTime()
-    kube.store(name, held_by(""))
+    kube.store(name, lease_spec(""))
     kube.failures.extend(
         [
             TransportError(method="GET", path="p", cause="connection refused"),
@@ -197,7 +186,7 @@ async def test_acquire_retries_after_losing_a_write_race_and_after_errors() -> N
         nonlocal raced
         if method == "PUT" and not raced:
             raced = True
-            kube.store(name, held_by("rival", leaseTransitions=4))  # the rival's write lands between our GET and PUT
+            kube.store(name, lease_spec("rival", leaseTransitions=4))  # the rival's write lands between our GET and PUT
         return await original(method, path, **kwargs)
 
     kube.request = racing  # type: ignore[method-assign]
@@ -255,7 +244,7 @@ async def test_hold_renews_with_one_put_per_period() -> None:
 async def test_hold_ends_when_someone_else_holds_the_lease() -> None:
     kube, name, fake = FakeLeases(), lease_name(), FakeTime()
     e = await _leading(kube, name, fake)
-    kube.store(name, held_by("intruder"))
+    kube.store(name, lease_spec("intruder"))
     started = fake.now
     with pytest.raises(LeaseLost, match="held by intruder"):
         await asyncio.wait_for(e.hold(), 5)
@@ -274,7 +263,7 @@ async def test_hold_ends_when_the_lease_is_deleted_or_released_by_someone_else()
         await asyncio.wait_for(e.hold(), 5)
 
     e = await _leading(kube, name, fake)
-    kube.store(name, held_by(""))
+    kube.store(name, lease_spec(""))
     with pytest.raises(LeaseLost, match="released by someone else"):
         await asyncio.wait_for(e.hold(), 5)
 
@@ -437,7 +426,7 @@ async def test_release_hands_the_lease_over_and_a_standby_takes_it_at_once() -> 
 
 async def test_release_without_leading_makes_no_call() -> None:
     kube, name = FakeLeases(), lease_name()
-    kube.store(name, held_by("other"))
+    kube.store(name, lease_spec("other"))
     await elector(kube, name).release()
     assert kube.calls == []
     assert kube.spec(name)["holderIdentity"] == "other"
@@ -495,7 +484,7 @@ async def test_release_after_someone_wrote_the_lease_reads_it_and_leaves_it_alon
     kube, name = FakeLeases(), lease_name()
     e = elector(kube, name)
     await e.acquire()
-    kube.store(name, held_by("rival"))
+    kube.store(name, lease_spec("rival"))
     await e.release()
     assert kube.spec(name)["holderIdentity"] == "rival"
 
