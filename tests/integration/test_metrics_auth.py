@@ -18,7 +18,7 @@ import pytest
 from harness.operator import OperatorProcess
 from harness.paths import ROOT
 from harness.scrape import metric_value, scrape
-from tests.support.cluster import Cluster
+from tests.support.cluster import Cluster, wait_until
 from tests.support.serviceaccounts import ClusterRoleBindings, cluster_role_from, service_account_token
 from tests.support.tls import issue_certificate
 
@@ -113,8 +113,15 @@ def test_an_operator_without_review_rights_answers_500_and_says_which_role_it_ne
         status, body = scrape(proc.metrics_url, token=identities.prometheus)
         assert status == 500, body
         assert "Authentication failed" in body
-        logged = "\n".join(str(line.get("msg", "")) for line in proc.snapshot())
-        assert "needs create on tokenreviews (authentication.k8s.io)" in logged, proc.tail()
+        # The answer can reach the test before the log line reaches the reader of the operator's stderr.
+        wait_until(
+            lambda: any(
+                "needs create on tokenreviews (authentication.k8s.io)" in str(line.get("msg", ""))
+                for line in proc.snapshot()
+            ),
+            timeout=10,
+            message=lambda: f"the operator to log which role it needs:\n{proc.tail()}",
+        )
     finally:
         assert proc.stop() == 0, proc.tail()
 
