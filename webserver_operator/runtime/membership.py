@@ -19,10 +19,12 @@ members each round.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from webserver_operator.core.leaserecord import Sighting, is_live, sighted
@@ -32,7 +34,7 @@ from webserver_operator.core.vocabulary import ApiRequests
 from webserver_operator.kube.errors import Conflict, KubeError, NotFound
 from webserver_operator.runtime.lease import Lease, LeaseLost
 
-__all__ = ["MEMBER_OF_LABEL", "Membership", "member_name"]
+__all__ = ["MEMBER_OF_LABEL", "LeaseGroup", "Membership", "member_name"]
 
 log = logging.getLogger(__name__)
 
@@ -48,33 +50,42 @@ def member_name(group: str, identity: str) -> str:
     return f"{group}-member-{cleaned}"[:253].rstrip("-.")
 
 
-class Membership:
-    """A replica's member Lease in ``group``, and the count of live members seen from it."""
+@dataclass(frozen=True)
+class LeaseGroup:
+    """The Leases of one installation as one replica sees them: where they live, who it is, how they are timed.
 
-    def __init__(
-        self,
-        api: ApiRequests,
-        *,
-        group: str,
-        namespace: str,
-        identity: str,
-        settings: LeaseSettings,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._api = api
-        self._group = group
-        self._namespace = namespace
-        self._settings = settings
-        self._clock = clock
-        self.lease = Lease(
-            api,
-            name=member_name(group, identity),
-            namespace=namespace,
-            identity=identity,
-            settings=settings,
-            labels={MEMBER_OF_LABEL: group},
-            clock=clock,
+    ``name`` starts every Lease name of the group (member and shard Leases alike); ``lease`` makes one of them.
+    """
+
+    api: ApiRequests
+    name: str
+    namespace: str
+    identity: str
+    settings: LeaseSettings
+    clock: Callable[[], float] = time.monotonic
+
+    def lease(
+        self, name: str, *, labels: dict[str, str], sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    ) -> Lease:
+        """The Lease ``name`` of this group, held as this replica, created with ``labels``."""
+        return Lease(
+            self.api,
+            name=name,
+            namespace=self.namespace,
+            identity=self.identity,
+            settings=self.settings,
+            labels=labels,
+            clock=self.clock,
+            sleep=sleep,
         )
+
+
+class Membership:
+    """A replica's member Lease in its ``LeaseGroup``, and the count of live members seen from it."""
+
+    def __init__(self, group: LeaseGroup) -> None:
+        self.group = group
+        self.lease = group.lease(member_name(group.name, group.identity), labels={MEMBER_OF_LABEL: group.name})
         self._sightings: dict[str, Sighting] = {}
 
     async def run(self) -> None:
@@ -91,10 +102,11 @@ class Membership:
 
         Raises ``KubeError`` when the members cannot be listed (the caller keeps its last count for that round).
         """
-        listing = await self._api.request(
-            "GET", LEASES.path(namespace=self._namespace), query={"labelSelector": f"{MEMBER_OF_LABEL}={self._group}"}
+        group = self.group
+        listing = await group.api.request(
+            "GET", LEASES.path(namespace=group.namespace), query={"labelSelector": f"{MEMBER_OF_LABEL}={group.name}"}
         )
-        now = self._clock()
+        now = group.clock()
         others, stale = 0, []
         sightings: dict[str, Sighting] = {}
         for item in listing.get("items") or []:
@@ -106,9 +118,9 @@ class Membership:
             sighting = sightings[name] = sighted(
                 self._sightings.get(name), spec if isinstance(spec, dict) else {}, now=now
             )
-            if is_live(sighting, now=now, lease_duration=self._settings.lease_duration):
+            if is_live(sighting, now=now, lease_duration=group.settings.lease_duration):
                 others += 1
-            elif now - sighting.since >= _STALE_DURATIONS * self._settings.lease_duration:
+            elif now - sighting.since >= _STALE_DURATIONS * group.settings.lease_duration:
                 stale.append((name, str(meta.get("resourceVersion") or "")))
         self._sightings = sightings
         for name, resource_version in stale:
@@ -118,7 +130,7 @@ class Membership:
     async def leave(self) -> None:
         """Delete this replica's member Lease on a graceful shutdown; never raises (an expired one is collected)."""
         try:
-            await self._api.request("DELETE", LEASES.path(namespace=self._namespace, name=self.lease.name))
+            await self.group.api.request("DELETE", LEASES.path(namespace=self.group.namespace, name=self.lease.name))
         except NotFound:
             pass
         except (KubeError, TimeoutError) as error:
@@ -131,7 +143,7 @@ class Membership:
         if resource_version:
             body["preconditions"] = {"resourceVersion": resource_version}
         try:
-            await self._api.request("DELETE", LEASES.path(namespace=self._namespace, name=name), body=body)
+            await self.group.api.request("DELETE", LEASES.path(namespace=self.group.namespace, name=name), body=body)
         except (NotFound, Conflict):
             return  # someone else collected it, or its member renewed it after all
         except (KubeError, TimeoutError) as error:

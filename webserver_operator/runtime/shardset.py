@@ -23,14 +23,11 @@ import asyncio
 import contextlib
 import logging
 import random
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from webserver_operator.core.resources import LEASES
-from webserver_operator.core.settings import LeaseSettings
 from webserver_operator.core.shardplan import ShardView, next_moves
-from webserver_operator.core.vocabulary import ApiRequests
 from webserver_operator.kube.errors import KubeError
 from webserver_operator.runtime.lease import Lease, LeaseLost
 from webserver_operator.runtime.membership import Membership
@@ -45,49 +42,29 @@ ShardCallback = Callable[[int], Awaitable[None]]
 
 
 class ShardSet:
-    """The ``shards`` shard Leases of ``group`` as seen by one replica (``identity``). See the module docstring."""
+    """The ``shards`` shard Leases of the membership's group, as its replica sees them. See the module docstring."""
 
     def __init__(
         self,
-        api: ApiRequests,
-        *,
-        group: str,
-        namespace: str,
-        identity: str,
-        shards: int,
-        settings: LeaseSettings,
         membership: Membership,
+        *,
+        shards: int,
         on_gained: ShardCallback,
         on_lost: ShardCallback,
-        clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rand: Callable[[], float] = random.random,
     ) -> None:
         if shards < 1:
             raise ValueError(f"the number of shards must be at least 1, got {shards}")
-        self._api = api
-        self._group = group
-        self._namespace = namespace
-        self._identity = identity
+        self._group = group = membership.group
         self._shards = shards
-        self._settings = settings
         self._membership = membership
         self._on_gained = on_gained
         self._on_lost = on_lost
-        self._clock = clock
         self._sleep = sleep
         self._rand = rand
         self._leases = [
-            Lease(
-                api,
-                name=f"{group}-shard-{shard}",
-                namespace=namespace,
-                identity=identity,
-                settings=settings,
-                labels={SHARD_OF_LABEL: group},
-                clock=clock,
-                sleep=sleep,
-            )
+            group.lease(f"{group.name}-shard-{shard}", labels={SHARD_OF_LABEL: group.name}, sleep=sleep)
             for shard in range(shards)
         ]
         self._holds: dict[int, asyncio.Task[None]] = {}
@@ -106,23 +83,23 @@ class ShardSet:
         """Play a round every retry period (jittered) until cancelled; ``stop()`` hands the shards back."""
         while True:
             await self.round()
-            await self._sleep(self._settings.retry_backoff.delay(0, rand=self._rand))
+            await self._sleep(self._group.settings.retry_backoff.delay(0, rand=self._rand))
 
     async def round(self) -> None:
         """Look at the members and the shard Leases, then claim up to the fair share or hand one shard back."""
         try:
             self._replicas = await self._membership.live()
-            listing = await self._api.request(
+            listing = await self._group.api.request(
                 "GET",
-                LEASES.path(namespace=self._namespace),
-                query={"labelSelector": f"{SHARD_OF_LABEL}={self._group}"},
+                LEASES.path(namespace=self._group.namespace),
+                query={"labelSelector": f"{SHARD_OF_LABEL}={self._group.name}"},
             )
         except (KubeError, TimeoutError) as error:
             log.warning("shard round skipped: the Leases could not be read (%s); holding what is held", error)
             return
         moves = next_moves(
             ShardView(
-                identity=self._identity,
+                identity=self._group.identity,
                 shards=self._shards,
                 held=frozenset(self._holds),  # a slow renewal closes a fence for a while; the shard is still ours
                 claimable=self._claimable(listing.get("items") or []),

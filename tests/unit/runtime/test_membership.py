@@ -8,14 +8,14 @@ from tests.support.clock import ManualClock
 from tests.support.fake_api import FakeApi
 from webserver_operator.core.resources import LEASES
 from webserver_operator.core.settings import LeaseSettings
-from webserver_operator.runtime.membership import MEMBER_OF_LABEL, Membership, member_name
+from webserver_operator.runtime.membership import MEMBER_OF_LABEL, LeaseGroup, Membership, member_name
 
 NS = "ops"
 SETTINGS = LeaseSettings(lease_duration=15, renew_deadline=10, retry_period=2)
 
 
 def member(api: FakeApi, clock: ManualClock, identity: str, group: str = "wso") -> Membership:
-    return Membership(api, group=group, namespace=NS, identity=identity, settings=SETTINGS, clock=clock)
+    return Membership(LeaseGroup(api, group, NS, identity, SETTINGS, clock))
 
 
 def leases(api: FakeApi) -> dict[str, dict[str, object]]:

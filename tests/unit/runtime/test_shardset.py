@@ -16,7 +16,7 @@ from tests.support.clock import ManualClock
 from tests.support.fake_api import FakeApi
 from webserver_operator.core.resources import LEASES
 from webserver_operator.core.settings import LeaseSettings
-from webserver_operator.runtime.membership import Membership
+from webserver_operator.runtime.membership import LeaseGroup, Membership
 from webserver_operator.runtime.shardset import ShardSet
 
 NS = "ops"
@@ -31,20 +31,8 @@ async def never(_: float) -> None:
 class Replica:
     def __init__(self, api: FakeApi, clock: ManualClock, identity: str, shards: int = 8) -> None:
         self.events: list[str] = []
-        self.membership = Membership(api, group="wso", namespace=NS, identity=identity, settings=SETTINGS, clock=clock)
-        self.set = ShardSet(
-            api,
-            group="wso",
-            namespace=NS,
-            identity=identity,
-            shards=shards,
-            settings=SETTINGS,
-            membership=self.membership,
-            on_gained=self._gained,
-            on_lost=self._lost,
-            clock=clock,
-            sleep=never,
-        )
+        self.membership = Membership(LeaseGroup(api, "wso", NS, identity, SETTINGS, clock))
+        self.set = ShardSet(self.membership, shards=shards, on_gained=self._gained, on_lost=self._lost, sleep=never)
 
     async def _gained(self, shard: int) -> None:
         self.events.append(f"+{shard}")
