@@ -186,6 +186,8 @@ def monitored(cluster: Cluster, release: Release, tmp_path_factory: pytest.TempP
         if forward is not None:
             forward.kill()
             forward.wait()
+            if forward.stdout is not None:
+                forward.stdout.close()
 
 
 def test_prometheus_scrapes_the_operator_as_the_service_monitor_says(monitored: Monitored) -> None:
