@@ -76,7 +76,7 @@ tools_key() {
 # (Chart.yaml kubeVersion; kubectl supports one minor of skew either way, so pass KUBECTL=<path> for an older
 # cluster); helm: 3.17 brought --take-ownership, which the README's upgrade notes use; kind: the release whose node
 # image hack/versions.env pins (KIND_NODE_IMAGE).
-KUBECTL_MIN_VERSION=v1.30.0
+KUBECTL_MIN_VERSION=v1.34.0
 HELM_MIN_VERSION=v3.17.0
 KIND_MIN_VERSION="${KIND_VERSION}"
 
