@@ -92,19 +92,36 @@ test-integration: venv tools ## Integration tests against the local control plan
 	$(PY) -m pytest tests/integration $(PYTEST_ARGS)
 
 .PHONY: test-e2e
-test-e2e: venv tools ## End-to-end tests (installed Helm chart) on CLUSTER=local|existing|kind.
+test-e2e: venv tools tools-prometheus ## End-to-end tests (installed Helm chart) on CLUSTER=local|existing|kind.
 	$(PY) -m pytest tests/e2e $(PYTEST_ARGS)
 
+.PHONY: monitoring-panels
+monitoring-panels: venv tools tools-prometheus ## Redraw docs/images/panel-*.png (docs/monitoring.md) from a real Prometheus scraping the operator.
+	RENDER_PANELS=$(CURDIR)/docs/images $(PY) -m pytest tests/e2e/test_dashboard_prometheus.py $(PYTEST_ARGS)
+
 .PHONY: e2e-kind
-e2e-kind: venv tools-kubectl tools-helm ## e2e suite on a kind cluster: real containers, the image from the Dockerfile (see `make engine`).
+e2e-kind: venv tools-kubectl tools-helm tools-prometheus ## e2e suite on a kind cluster: real containers, the image from the Dockerfile (see `make engine`).
 	hack/kind.sh up
 	status=0; CLUSTER=kind $(PY) -m pytest tests/e2e $(PYTEST_ARGS) || status=$$?; \
 	if [[ -z "$${KEEP_CLUSTER:-}" ]]; then hack/kind.sh down; fi; exit $$status
 
-.PHONY: test
-test: lint tools ## Everything CI runs: lint, unit, integration (the short chaos run included) and e2e on the local control plane.
+# The integration suite on the oldest Kubernetes the chart claims (KUBERNETES_OLDEST_VERSION in hack/versions.env),
+# on a local control plane of its own: KUBERNETES_LINE=oldest makes hack/tools.sh, hack/cluster.sh and the tests use
+# that version's kube-apiserver, controller-manager, scheduler and kubectl.
+OLDEST_CLUSTER_NAME ?= $(or $(CLUSTER_NAME),webserver-operator)-oldest
+
+.PHONY: test-integration-oldest
+test-integration-oldest: venv tools-oldest ## Integration tests on the oldest Kubernetes the chart claims (Chart.yaml kubeVersion), own cluster.
 	chaos/tools.sh build
-	$(PY) -m pytest tests $(PYTEST_ARGS)
+	KUBERNETES_LINE=oldest CLUSTER_NAME=$(OLDEST_CLUSTER_NAME) $(PY) -m pytest tests/integration $(PYTEST_ARGS)
+
+.PHONY: test
+test: lint tools tools-prometheus tools-oldest ## Everything CI runs: lint, unit, integration (the short chaos run included) and e2e on the local control plane, then integration on the oldest Kubernetes.
+	chaos/tools.sh build
+	status=0; $(PY) -m pytest tests $(PYTEST_ARGS) || status=$$?; \
+	echo "== integration tests on Kubernetes $(KUBERNETES_OLDEST_VERSION) (cluster $(OLDEST_CLUSTER_NAME))"; \
+	KUBERNETES_LINE=oldest CLUSTER_NAME=$(OLDEST_CLUSTER_NAME) $(PY) -m pytest tests/integration $(PYTEST_ARGS) || status=$$?; \
+	exit $$status
 
 .PHONY: chaos-short
 chaos-short: venv tools ## Only the short chaos run of `make test` (20 WebServers, etcd frozen, API server restarted, leader reset), ~2 min.
@@ -126,9 +143,13 @@ chaos: venv tools ## Chaos run (not in `make test`): 200 WebServers under churn 
 tools: ## Build every tool the tests use (control plane, kubectl, etcd, kwok, helm, promtool) into the tools cache.
 	hack/tools.sh build
 
-.PHONY: tools-kubectl tools-helm tools-kind tools-promtool tools-cluster
-tools-kubectl tools-helm tools-kind tools-promtool tools-cluster: ## Build one tool only (tools-cluster: control plane, etcd, kwok).
+.PHONY: tools-kubectl tools-helm tools-kind tools-promtool tools-prometheus tools-cluster
+tools-kubectl tools-helm tools-kind tools-promtool tools-prometheus tools-cluster: ## Build one tool only (tools-cluster: control plane, etcd, kwok; tools-prometheus: the server, for the dashboard test).
 	hack/tools.sh build $(@:tools-%=%)
+
+.PHONY: tools-oldest
+tools-oldest: ## Build the control plane of the oldest Kubernetes the chart claims (KUBERNETES_OLDEST_VERSION); other tools are shared.
+	KUBERNETES_LINE=oldest hack/tools.sh build all
 
 .PHONY: kind-tools
 kind-tools: tools-kind ## Build kind (only useful where a container engine runs).

@@ -28,7 +28,7 @@ FIELD_MANAGER=webserver-operator-install
 
 [[ "${DRY_RUN}" =~ ^(none|server|client)$ ]] || die "DRY_RUN=${DRY_RUN}: use none, server or client"
 command -v "${KUBECTL}" >/dev/null ||
-  die "kubectl not found at ${KUBECTL}: install kubectl >= v1.30, run \`hack/tools.sh build kubectl\`, or pass KUBECTL=<path to a kubectl>"
+  die "kubectl not found at ${KUBECTL}: install kubectl >= v1.34, run \`hack/tools.sh build kubectl\`, or pass KUBECTL=<path to a kubectl>"
 
 work="$(mktemp -d)"
 trap 'rm -rf "${work}"' EXIT

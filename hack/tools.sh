@@ -12,7 +12,8 @@
 #
 # Usage:
 #   hack/tools.sh build [TOOL...]  build what is missing (idempotent; seconds when the cache is warm). TOOL is one of
-#                                  kubectl, helm, kind, promtool, etcd, kwok, control-plane (kube-apiserver,
+#                                  kubectl, helm, kind, promtool, prometheus (the server, only for the dashboard
+#                                  test), etcd, kwok, control-plane (kube-apiserver,
 #                                  -controller-manager, -scheduler and kubectl), cluster (what hack/cluster.sh runs:
 #                                  control-plane, etcd, kwok), node (control-plane plus the kind node's kubelet,
 #                                  kubeadm, kube-proxy) or all (default: cluster, helm and promtool)
@@ -34,12 +35,38 @@ export GOFLAGS="-mod=mod"
 
 cache_root="${XDG_CACHE_HOME:-${HOME}/.cache}/webserver-operator/tools"
 
+# Which Kubernetes the control plane (kube-apiserver, -controller-manager, -scheduler, kubectl) is: newest (default:
+# KUBERNETES_VERSION) or oldest (KUBERNETES_OLDEST_VERSION, the oldest minor the chart claims; CI runs the integration
+# suite on both). The oldest line has its own cache folder holding only its control plane; every other tool (etcd,
+# kwok, helm, promtool, kind) is the newest line's build, linked into that folder, so hack/cluster.sh and the tests
+# find everything in one bin directory either way.
+KUBERNETES_LINE="${KUBERNETES_LINE:-newest}"
+case "${KUBERNETES_LINE}" in
+newest) ;;
+oldest)
+  KUBERNETES_VERSION="${KUBERNETES_OLDEST_VERSION}"
+  KUBERNETES_STAGING_VERSION="${KUBERNETES_OLDEST_STAGING_VERSION}"
+  ;;
+*)
+  printf 'KUBERNETES_LINE=%s: use newest (Kubernetes %s) or oldest (%s)\n' "${KUBERNETES_LINE}" \
+    "${KUBERNETES_VERSION}" "${KUBERNETES_OLDEST_VERSION}" >&2
+  exit 1
+  ;;
+esac
+
 tools_key() {
   # The key covers the pinned versions of what is built, the recipe revision and the Go toolchain (not runtime-only
   # settings such as KIND_NODE_IMAGE, which would otherwise force a rebuild for nothing).
   {
-    grep -E '^(KUBERNETES_VERSION|KUBERNETES_STAGING_VERSION|ETCD_VERSION|KWOK_VERSION|HELM_VERSION|PROMETHEUS_VERSION|KIND_VERSION|TOOLS_RECIPE)=' \
-      "${ROOT}/hack/versions.env"
+    if [[ "${KUBERNETES_LINE}" == newest ]]; then
+      grep -E '^(KUBERNETES_VERSION|KUBERNETES_STAGING_VERSION|ETCD_VERSION|KWOK_VERSION|HELM_VERSION|PROMETHEUS_VERSION|KIND_VERSION|TOOLS_RECIPE)=' \
+        "${ROOT}/hack/versions.env"
+    else
+      # Only the control plane is built in the oldest line's folder.
+      printf 'KUBERNETES_LINE=oldest\nKUBERNETES_VERSION=%s\nKUBERNETES_STAGING_VERSION=%s\n' \
+        "${KUBERNETES_VERSION}" "${KUBERNETES_STAGING_VERSION}"
+      grep -E '^TOOLS_RECIPE=' "${ROOT}/hack/versions.env"
+    fi
     # Without Go there is nothing built: the key then names an empty folder, and `build` says how to install Go.
     go env GOVERSION GOOS GOARCH 2>/dev/null || echo "go: not installed"
   } | sha256sum | cut -c1-12
@@ -49,7 +76,7 @@ tools_key() {
 # (Chart.yaml kubeVersion; kubectl supports one minor of skew either way, so pass KUBECTL=<path> for an older
 # cluster); helm: 3.17 brought --take-ownership, which the README's upgrade notes use; kind: the release whose node
 # image hack/versions.env pins (KIND_NODE_IMAGE).
-KUBECTL_MIN_VERSION=v1.30.0
+KUBECTL_MIN_VERSION=v1.34.0
 HELM_MIN_VERSION=v3.17.0
 KIND_MIN_VERSION="${KIND_VERSION}"
 
@@ -234,22 +261,46 @@ build_helm() {
   mark helm "${HELM_VERSION}"
 }
 
-build_promtool() {
-  have promtool && return 0
-  # Prometheus v3.X.Y is tagged as Go module version v0.3XX.Y; its go.mod has no replace or exclude directives, so
-  # `go install` works. The version variables make `promtool --version` tell the truth. remove_all_sd leaves out
-  # the service discovery plugins: checking and testing rules needs none, and one of their dependencies
-  # (github.com/hashicorp/nomad/api at the version v0.316.0 pins) is refused by the Go module proxy (403).
+# Prometheus v3.X.Y is tagged as Go module version v0.3XX.Y; its go.mod has no replace or exclude directives, so
+# `go install` works.
+prometheus_module_version() {
   local v="${PROMETHEUS_VERSION#v}" major minor patch
   IFS=. read -r major minor patch <<<"${v}"
   [[ "${major}" == 3 ]] || die "PROMETHEUS_VERSION=${PROMETHEUS_VERSION}: only Prometheus 3.x maps to Go module versions v0.3XX.Y"
-  local module_version="v0.$((300 + minor)).${patch}"
+  printf 'v0.%s.%s\n' "$((300 + minor))" "${patch}"
+}
+
+# The version variables make `promtool --version` and `prometheus --version` tell the truth.
+prometheus_ldflags() {
+  local flags="-s -w -X github.com/prometheus/common/version.Version=${PROMETHEUS_VERSION#v}"
+  flags+=" -X github.com/prometheus/common/version.Branch=HEAD -X github.com/prometheus/common/version.Revision=$1"
+  printf '%s' "${flags}"
+}
+
+build_promtool() {
+  have promtool && return 0
+  # remove_all_sd leaves out the service discovery plugins: checking and testing rules needs none, and one of their
+  # dependencies (github.com/hashicorp/nomad/api at the version v0.316.0 pins) is refused by the Go module proxy (403).
+  local module_version
+  module_version="$(prometheus_module_version)"
   log "promtool ${PROMETHEUS_VERSION} (module ${module_version}): go install"
-  local flags="-s -w -X github.com/prometheus/common/version.Version=${v}"
-  flags+=" -X github.com/prometheus/common/version.Branch=HEAD -X github.com/prometheus/common/version.Revision=${module_version}"
-  GOFLAGS="" GOBIN="${BIN}" run_logged promtool-build go install -trimpath -tags remove_all_sd -ldflags "${flags}" \
-    "github.com/prometheus/prometheus/cmd/promtool@${module_version}"
+  GOFLAGS="" GOBIN="${BIN}" run_logged promtool-build go install -trimpath -tags remove_all_sd \
+    -ldflags "$(prometheus_ldflags "${module_version}")" "github.com/prometheus/prometheus/cmd/promtool@${module_version}"
   mark promtool "${PROMETHEUS_VERSION}"
+}
+
+# The Prometheus server, for the test that evaluates every dashboard panel and alert on real scraped series
+# (tests/e2e/test_dashboard_prometheus.py). Same module and tags as promtool, so a build after promtool's reuses most
+# compiled packages. Without the builtinassets tag the web UI is served from files that are not there: the HTTP API,
+# which the test uses, does not need them.
+build_prometheus() {
+  have prometheus && return 0
+  local module_version
+  module_version="$(prometheus_module_version)"
+  log "prometheus ${PROMETHEUS_VERSION} (module ${module_version}): go install"
+  GOFLAGS="" GOBIN="${BIN}" run_logged prometheus-build go install -trimpath -tags remove_all_sd \
+    -ldflags "$(prometheus_ldflags "${module_version}")" "github.com/prometheus/prometheus/cmd/prometheus@${module_version}"
+  mark prometheus "${PROMETHEUS_VERSION}"
 }
 
 build_kind() {
@@ -277,15 +328,52 @@ need_python() {
     die "python3 is not on PATH: install Python >= 3.11 (it reads k8s.io/kubernetes' go.mod), then run this again"
 }
 
-TOOLS="kubectl helm kind promtool etcd kwok control-plane cluster node all"
+TOOLS="kubectl helm kind promtool prometheus etcd kwok control-plane cluster node all"
+
+# link_newest TOOL...: in the oldest line, build TOOL in the newest line's cache and link its binaries here.
+link_newest() {
+  local t b newest_bin bins
+  newest_bin="$(KUBERNETES_LINE=newest "${ROOT}/hack/tools.sh" bindir)"
+  KUBERNETES_LINE=newest "${ROOT}/hack/tools.sh" build "$@"
+  for t in "$@"; do
+    case "${t}" in
+    etcd) bins=(etcd etcdctl) ;;
+    kwok) bins=(kwok kwokctl) ;;
+    *) bins=("${t}") ;;
+    esac
+    for b in "${bins[@]}"; do ln -sfn "${newest_bin}/${b}" "${BIN}/${b}"; done
+  done
+}
 
 build_one() {
   local t
+  if [[ "${KUBERNETES_LINE}" == oldest ]]; then
+    case "$1" in
+    helm | kind | promtool | prometheus | etcd | kwok)
+      link_newest "$1"
+      return
+      ;;
+    cluster)
+      need_python
+      link_newest kwok etcd
+      build_kubernetes
+      return
+      ;;
+    all)
+      need_python
+      link_newest kwok helm promtool etcd
+      build_kubernetes
+      return
+      ;;
+    node) die "KUBERNETES_LINE=oldest has no kind node image: kind runs the newest line (KIND_NODE_IMAGE)" ;;
+    esac
+  fi
   case "$1" in
   kubectl) need_python && build_kubectl ;;
   helm) build_helm ;;
   kind) build_kind ;;
   promtool) build_promtool ;;
+  prometheus) build_prometheus ;;
   etcd) build_etcd ;;
   kwok) build_kwok ;;
   control-plane) need_python && build_kubernetes ;;
@@ -311,7 +399,7 @@ cmd_build() {
   # Names first, so a typo fails before a long build.
   for t in "$@"; do
     [[ " ${TOOLS} " == *" ${t} "* ]] ||
-      die "unknown tool '${t}': use kubectl, helm, kind, promtool, etcd, kwok, control-plane, cluster, node or all"
+      die "unknown tool '${t}': use kubectl, helm, kind, promtool, prometheus, etcd, kwok, control-plane, cluster, node or all"
   done
   need_go "$@"
   ensure_dirs

@@ -125,11 +125,11 @@ def test_deploy_with_the_users_kubectl_and_helm_builds_nothing(machine: Machine)
 
 @pytest.mark.parametrize("target", ["install", "uninstall", "deploy", "undeploy", "build-installer"])
 def test_a_recent_kubectl_on_path_is_picked_and_named(machine: Machine, target: str) -> None:
-    kubectl = machine.fake_versioned("kubectl", "v1.31.4")
+    kubectl = machine.fake_versioned("kubectl", "v1.35.4")
     result = machine.make("-n", target)
     _assert_no_tool_build(result)
     assert f"KUBECTL='{kubectl}'" in result.stdout
-    assert f"kubectl: v1.31.4 from PATH ({kubectl})" in result.stderr
+    assert f"kubectl: v1.35.4 from PATH ({kubectl})" in result.stderr
 
 
 def test_chart_package_picks_a_recent_helm_on_path(machine: Machine) -> None:
@@ -145,7 +145,7 @@ def test_an_old_kubectl_on_path_is_replaced_by_the_projects_build_and_only_kubec
     machine.fake_go()
     result = machine.make("-n", "deploy")
     assert result.returncode == 0, result.stderr
-    assert "older than v1.30.0: using the project's build instead" in result.stderr
+    assert "older than v1.34.0: using the project's build instead" in result.stderr
     builds = [line for line in result.stdout.splitlines() if "tools.sh build" in line]
     assert builds == ["hack/tools.sh build kubectl"], result.stdout
 
@@ -155,7 +155,7 @@ def test_no_kubectl_and_no_go_says_how_to_get_either(machine: Machine) -> None:
     assert result.returncode != 0
     assert "command not found" not in result.stderr, result.stderr
     assert "go is not on PATH: install Go >= 1.26" in result.stderr
-    assert "or put kubectl >= v1.30.0 on PATH (or pass KUBECTL=<path>)" in result.stderr
+    assert "or put kubectl >= v1.34.0 on PATH (or pass KUBECTL=<path>)" in result.stderr
 
 
 def test_undeploy_needs_no_image(machine: Machine) -> None:

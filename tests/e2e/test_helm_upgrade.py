@@ -1,0 +1,227 @@
+"""`helm upgrade` from the previous release's chart restarts nobody's pods (kind: real containers, real images).
+
+tests/integration/test_upgrade.py proves it for the operator as host processes; this proves it for what users run:
+the chart and the image. The previous release is BASELINE_REF (the same pin); its tree comes from `git archive`, its
+image is built from its own Dockerfile by its own hack/images.sh, and its chart is installed from its own tree with
+only the values that chart knows. WebServers converge under it; then `helm upgrade` moves the same release to HEAD's
+chart and image (cluster.operator_image, as `make e2e-kind` builds it). After HEAD's operator pod has reconciled every
+WebServer and gone quiet, per Deployment: the generation is unchanged (no rollout), the pod template is unchanged
+except fields the CHANGELOG's [Unreleased] upgrade notes declare (``pod-template: <field>``), and the operator's
+managedFields entries of the Deployment and the Service are unchanged (it wrote nothing to converged children).
+
+Only on kind (``kind`` marker): the local control plane runs no images, and the host-process upgrade is covered there.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tarfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import METRICS_NAMESPACE_LABEL, SCRAPER, helm, split_image
+from tests.integration.test_upgrade import BASELINE_REF
+from tests.support.cluster import ROOT, Cluster, wait_until
+from tests.support.scrape import metric_value
+from tests.support.scraper_pod import ScraperPod
+from tests.support.upgrades import CHANGELOG, declared_template_changes, template_changes, undeclared
+from tests.support.webservers import wait_ready, webserver
+from webserver_operator.kube.client import FIELD_MANAGER
+
+pytestmark = pytest.mark.kind
+
+FULLNAME = "wo-upgrade"
+RELEASE = "wo-upgrade"
+BASELINE_IMAGE = f"localhost/webserver-operator:baseline-{BASELINE_REF[:7]}"
+SPECS: list[tuple[str, dict[str, Any]]] = [
+    ("up-1", {"replicas": 1}),
+    ("up-0", {"replicas": 0}),
+    ("up-port", {"replicas": 1, "port": 8080}),
+    (
+        "up-res",
+        {"replicas": 1, "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}}},
+    ),
+    ("up-secret", {"replicas": 1, "imagePullSecrets": [{"name": "regcred"}]}),
+]
+"""Fields that reach the pod template (the host test has the long list; these are the ones cheap on real nodes)."""
+
+
+@pytest.fixture(scope="module")
+def baseline_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tree = tmp_path_factory.mktemp("baseline-chart") / "src"
+    archive = tree.parent / "baseline.tar"
+    with archive.open("wb") as out:
+        result = subprocess.run(
+            ["git", "archive", "--format=tar", BASELINE_REF], cwd=ROOT, stdout=out, stderr=subprocess.PIPE, check=False
+        )
+    assert result.returncode == 0, (
+        f"git archive {BASELINE_REF} failed: {result.stderr.decode()}: the test needs the repository's history "
+        "(a shallow clone lacks the baseline commit: `git fetch --unshallow`)"
+    )
+    with tarfile.open(archive) as tar:
+        tar.extractall(tree, filter="data")
+    return tree
+
+
+@pytest.fixture(scope="module")
+def baseline_image(cluster: Cluster, baseline_tree: Path) -> str:
+    """The previous release's image, built from its own Dockerfile and loaded into the kind cluster."""
+    env = {**cluster.env(), "IMG": BASELINE_IMAGE}
+    for cmd in (
+        [str(baseline_tree / "hack" / "images.sh"), "operator", BASELINE_IMAGE],
+        [str(ROOT / "hack" / "kind.sh"), "load-image"],
+    ):
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, check=False, env=env)
+        assert result.returncode == 0, f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stderr[-3000:]}"
+    return BASELINE_IMAGE
+
+
+def _image_values(image: str) -> list[str]:
+    repository, tag = split_image(image)
+    return [
+        "--set",
+        f"image.repository={repository}",
+        "--set",
+        f"image.tag={tag}",
+        "--set",
+        "image.pullPolicy=IfNotPresent",
+    ]
+
+
+@pytest.fixture(scope="module")
+def operator_namespace(cluster: Cluster) -> Iterator[str]:
+    with cluster.temporary_namespace(
+        "wo-upgrade", labels={"pod-security.kubernetes.io/enforce": "restricted", **METRICS_NAMESPACE_LABEL}
+    ) as name:
+        try:
+            yield name
+        finally:
+            helm(cluster, "uninstall", RELEASE, "-n", name, "--wait", "--timeout=120s", check=False)
+
+
+def _operator_entry(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    return [entry for entry in obj["metadata"].get("managedFields") or [] if entry.get("manager") == FIELD_MANAGER]
+
+
+def _snapshot(cluster: Cluster, namespace: str) -> dict[str, dict[str, Any]]:
+    deployments = {
+        d["metadata"]["name"]: d
+        for d in cluster.get_json("deployments", "--show-managed-fields", namespace=namespace)["items"]
+    }
+    services = {
+        s["metadata"]["name"]: s
+        for s in cluster.get_json("services", "--show-managed-fields", namespace=namespace)["items"]
+    }
+    return {
+        name: {
+            "generation": deployments[name]["metadata"]["generation"],
+            "template": deployments[name]["spec"]["template"],
+            "deployment_fields": _operator_entry(deployments[name]),
+            "service_fields": _operator_entry(services[name]),
+        }
+        for name, _ in SPECS
+    }
+
+
+def _rolled_out(cluster: Cluster, namespace: str) -> None:
+    cluster.kubectl("rollout", "status", f"deployment/{FULLNAME}", "-n", namespace, "--timeout=180s", timeout=200)
+
+
+def _reconciled_and_quiet(scraper: ScraperPod, url: str) -> None:
+    """HEAD's operator has reconciled at least every WebServer here, and its queue stayed empty for 3 scrapes."""
+
+    def metrics() -> str:
+        status, text = scraper.scrape(url)
+        return text if status == 200 else ""
+
+    wait_until(
+        lambda: (
+            metric_value(metrics(), "controller_runtime_reconcile_total", {"controller": "webserver"}) >= len(SPECS)
+        ),
+        timeout=120,
+        message="HEAD's operator to reconcile every WebServer",
+    )
+    quiet = 0
+    deadline = time.monotonic() + 120
+    while quiet < 3:
+        assert time.monotonic() < deadline, "HEAD's operator's work queue never went quiet"
+        text = metrics()
+        busy = (
+            not text or metric_value(text, "workqueue_depth") or metric_value(text, "controller_runtime_active_workers")
+        )
+        quiet = 0 if busy else quiet + 1
+        time.sleep(1)
+
+
+def test_helm_upgrade_from_the_previous_chart_restarts_no_pods(
+    cluster: Cluster, baseline_tree: Path, baseline_image: str, operator_namespace: str, namespace: str
+) -> None:
+    # The previous release, as its README said to install it: its chart, its image, its values.
+    helm(
+        cluster,
+        "install",
+        RELEASE,
+        str(baseline_tree / "charts" / "webserver-operator"),
+        "-n",
+        operator_namespace,
+        "--take-ownership",
+        "--set",
+        f"fullnameOverride={FULLNAME}",
+        *_image_values(baseline_image),
+    )
+    _rolled_out(cluster, operator_namespace)
+    for name, spec in SPECS:
+        cluster.apply(webserver(name, image=cluster.web_images[0], **spec), namespace=namespace)
+    for name, _ in SPECS:
+        wait_ready(cluster, namespace, name, timeout=180)
+    time.sleep(5)  # let the previous operator finish any follow-up reconcile (status after Ready)
+    before = _snapshot(cluster, namespace)
+
+    # HEAD's chart and image on the same release; the scraper ServiceAccount may read HEAD's (secure) /metrics.
+    reader = "metrics.reader.subjects[0]"
+    helm(
+        cluster,
+        "upgrade",
+        RELEASE,
+        str(ROOT / "charts" / "webserver-operator"),
+        "-n",
+        operator_namespace,
+        "--set",
+        f"fullnameOverride={FULLNAME}",
+        "--set",
+        f"{reader}.kind=ServiceAccount,{reader}.name={SCRAPER},{reader}.namespace={operator_namespace}",
+        *_image_values(cluster.operator_image),
+    )
+    _rolled_out(cluster, operator_namespace)
+    cluster.kubectl("create", "serviceaccount", SCRAPER, "-n", operator_namespace)
+    port = cluster.get_json("service", f"{FULLNAME}-metrics", namespace=operator_namespace)["spec"]["ports"][0]["port"]
+    scraper = ScraperPod(
+        cluster, namespace=operator_namespace, serviceaccount=SCRAPER, image=cluster.operator_image
+    ).start()
+    _reconciled_and_quiet(scraper, f"https://{FULLNAME}-metrics.{operator_namespace}.svc:{port}/metrics")
+    after = _snapshot(cluster, namespace)
+
+    declared = declared_template_changes(CHANGELOG.read_text())
+    problems: list[str] = []
+    for name, _ in SPECS:
+        changed = template_changes(before[name]["template"], after[name]["template"])
+        unnamed = undeclared(changed, declared)
+        generations = f"generation {before[name]['generation']} -> {after[name]['generation']}"
+        if unnamed:
+            problems.append(f"{name}: pod template changed at {', '.join(unnamed)} ({generations})")
+        elif not changed and after[name]["generation"] != before[name]["generation"]:
+            problems.append(f"{name}: {generations} with the same pod template")
+        if not changed and after[name]["deployment_fields"] != before[name]["deployment_fields"]:
+            problems.append(f"{name}: HEAD's operator wrote to the converged Deployment")
+        if after[name]["service_fields"] != before[name]["service_fields"]:
+            problems.append(f"{name}: HEAD's operator wrote to the converged Service")
+    assert not problems, (
+        f"`helm upgrade` from the {BASELINE_REF[:7]} chart to HEAD's would restart or rewrite WebServers' children:\n  "
+        + "\n  ".join(problems)
+        + "\nAvoid the change, or name each pod-template field in CHANGELOG.md's [Unreleased] upgrade notes "
+        "(docs/upgrades.md)."
+    )
