@@ -107,7 +107,8 @@ nodes_ready() {
 # --kube-api-qps/--kube-api-burst added for kube-controller-manager.
 kwokctl_config() {
   local base="${ROOT}/hack/kwokctl.yaml"
-  local gate="${SHARDED_LIST_WATCH:-1}"
+  local gate
+  gate="$(sharded_list_watch)"
   if [[ -z "${NODE_PORT_RANGE:-}" && "${gate}" == 1 && -z "${KCM_API_QPS:-}" ]]; then
     echo "${base}"
     return
@@ -119,6 +120,9 @@ kwokctl_config() {
   local out="${KWOK_WORKDIR}/kwokctl-${CLUSTER_NAME}.yaml"
   awk -v range="${NODE_PORT_RANGE:-}" -v gate="${gate}" -v qps="${KCM_API_QPS:-}" '
     gate == 0 && /^        value: ShardedListAndWatch=true$/ { print "        value: ShardedListAndWatch=false"; next }
+    gate == "none" && /^      - key: feature-gates$/ { held = $0; next }
+    gate == "none" && held != "" && /^        value: ShardedListAndWatch=true$/ { held = ""; next }
+    held != "" { print held; held = "" }
     { print }
     /^  - name: / { component = $3 }
     component == "kube-apiserver" && range != "" && /^    extraArgs:$/ {
@@ -131,7 +135,9 @@ kwokctl_config() {
   ' "${base}" >"${out}"
   [[ -z "${NODE_PORT_RANGE:-}" ]] || grep -q "value: ${NODE_PORT_RANGE}\$" "${out}" ||
     die "could not add service-node-port-range to ${out}: the kube-apiserver section of ${base} no longer has extraArgs"
-  [[ "${gate}" == 1 ]] || grep -q "value: ShardedListAndWatch=false\$" "${out}" ||
+  [[ "${gate}" != none ]] || ! grep -q "value: ShardedListAndWatch=" "${out}" ||
+    die "could not take the ShardedListAndWatch gate out of ${out} for Kubernetes line ${KUBERNETES_LINE}: ${base} sets it in a form hack/cluster.sh does not know"
+  [[ "${gate}" != 0 ]] || grep -q "value: ShardedListAndWatch=false\$" "${out}" ||
     die "could not turn the ShardedListAndWatch gate off in ${out}: ${base} no longer sets feature-gates ShardedListAndWatch=true for kube-apiserver"
   [[ -z "${KCM_API_QPS:-}" ]] || grep -q "key: kube-api-qps\$" "${out}" ||
     die "could not add kube-api-qps to ${out}: the kube-controller-manager section of ${base} no longer has extraArgs"
@@ -145,9 +151,23 @@ sharded_list_watch_on() {
   "${BIN}/kubectl" --kubeconfig "${KUBECONFIG_PATH}" get --raw "${SHARD_PROBE}" --request-timeout=10s | grep -q '"shardInfo"'
 }
 
+# sharded_list_watch: how a new cluster's kube-apiserver gets the ShardedListAndWatch gate: 1 (on), 0 (off), or none
+# on the oldest Kubernetes line, whose kube-apiserver does not know the gate (it is new in 1.36) and would refuse to
+# start with it named at all.
+sharded_list_watch() {
+  if [[ "${KUBERNETES_LINE:-newest}" == oldest ]]; then
+    [[ "${SHARDED_LIST_WATCH:-0}" == 0 ]] ||
+      die "SHARDED_LIST_WATCH=${SHARDED_LIST_WATCH}: the oldest Kubernetes line has no ShardedListAndWatch gate (it is new in 1.36); leave it unset or 0"
+    echo none
+  else
+    echo "${SHARDED_LIST_WATCH:-1}"
+  fi
+}
+
 cmd_up() {
   [[ "${SHARDED_LIST_WATCH:-1}" == 0 || "${SHARDED_LIST_WATCH:-1}" == 1 ]] ||
     die "SHARDED_LIST_WATCH=${SHARDED_LIST_WATCH}: expected 1 (the ShardedListAndWatch gate on, the default) or 0 (off)"
+  sharded_list_watch >/dev/null
   use_tools
   mkdir -p "${KWOK_WORKDIR}"
   local start=${SECONDS}
@@ -160,7 +180,7 @@ cmd_up() {
     fi
     local config
     config="$(kwokctl_config)"
-    log "creating cluster ${CLUSTER_NAME} (binary runtime, Kubernetes $("${BIN}/kube-apiserver" --version | awk '{print $2}')${NODE_PORT_RANGE:+, nodePorts ${NODE_PORT_RANGE}}${KCM_API_QPS:+, controller-manager QPS ${KCM_API_QPS}}, ShardedListAndWatch $([[ "${SHARDED_LIST_WATCH:-1}" == 0 ]] && echo off || echo on))"
+    log "creating cluster ${CLUSTER_NAME} (binary runtime, Kubernetes $("${BIN}/kube-apiserver" --version | awk '{print $2}')${NODE_PORT_RANGE:+, nodePorts ${NODE_PORT_RANGE}}${KCM_API_QPS:+, controller-manager QPS ${KCM_API_QPS}}, ShardedListAndWatch $(case "$(sharded_list_watch)" in 1) echo on ;; 0) echo off ;; *) echo "not in this version" ;; esac))"
     if ! kwokctl create cluster \
       --name "${CLUSTER_NAME}" \
       --runtime binary \
@@ -198,7 +218,9 @@ cmd_up() {
   if [[ -n "${range}" && "${range}" != "10.96.0.0/16" ]]; then
     log "WARNING: this cluster's Service range is ${range:-unknown}, not 10.96.0.0/16 (it was created with an older hack/kwokctl.yaml): run 'make cluster-down cluster-up' for room for 65k Services"
   fi
-  local want_gate="${SHARDED_LIST_WATCH:-1}" have_gate=0
+  local want_gate have_gate=0
+  want_gate="$(sharded_list_watch)"
+  [[ "${want_gate}" != none ]] || want_gate=0
   sharded_list_watch_on && have_gate=1
   if [[ "${have_gate}" != "${want_gate}" ]]; then
     log "WARNING: this cluster's kube-apiserver runs with the ShardedListAndWatch gate $( ((have_gate)) && echo on || echo off), but SHARDED_LIST_WATCH=${want_gate} asks for it $( ((want_gate)) && echo on || echo off) (the gate is set when a cluster is created): run 'SHARDED_LIST_WATCH=${want_gate} make cluster-down cluster-up', or use another CLUSTER_NAME"

@@ -88,6 +88,11 @@ def gate_cluster(request: pytest.FixtureRequest, cluster: Cluster, crd: str) -> 
     """``("server", a cluster with the gate on)`` and ``("client", one with it off)``."""
     path: str = request.param
     want_on = path == "server"
+    if want_on and os.environ.get("KUBERNETES_LINE") == "oldest":
+        pytest.skip(
+            "server-side shard filtering needs the ShardedListAndWatch gate, new in Kubernetes 1.36: the oldest line "
+            "tests the client-side path, and the same `make test` tests the server path on 1.36"
+        )
     if _gate_on(cluster) == want_on:
         yield path, cluster
         return
