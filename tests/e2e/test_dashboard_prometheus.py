@@ -32,13 +32,14 @@ from typing import Any
 
 import pytest
 
+from harness.paths import CHART
 from tests.e2e.conftest import FULLNAME, Release
-from tests.support.chart import CHART
 from tests.support.cluster import Cluster, wait_until
+from tests.support.factories import webserver
 from tests.support.panel_png import Line, render_panel
 from tests.support.panels import Query, alert_signal, dashboard_queries, grafana_expr
 from tests.support.prometheus import SCRAPE_INTERVAL_S, PrometheusServer, Series
-from tests.support.webservers import condition, wait_ready, webserver
+from tests.support.webservers import condition, wait_ready
 
 DASHBOARD = CHART / "files" / "dashboards" / "webserver-operator.json"
 QUERIES = dashboard_queries(DASHBOARD)

@@ -23,13 +23,15 @@ from typing import Any
 
 import pytest
 
+from harness.paths import ROOT
+from harness.scrape import metric_value
 from tests.e2e.conftest import METRICS_NAMESPACE_LABEL, SCRAPER, helm, split_image
 from tests.integration.test_upgrade import BASELINE_REF
-from tests.support.cluster import ROOT, Cluster, wait_until
-from tests.support.scrape import metric_value
+from tests.support.cluster import Cluster, wait_until
+from tests.support.factories import webserver
 from tests.support.scraper_pod import ScraperPod
 from tests.support.upgrades import CHANGELOG, declared_template_changes, template_changes, undeclared
-from tests.support.webservers import wait_ready, webserver
+from tests.support.webservers import wait_ready
 from webserver_operator.kube.client import FIELD_MANAGER
 
 pytestmark = pytest.mark.kind

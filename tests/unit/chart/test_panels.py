@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.chart import CHART
+from harness.paths import CHART
 from tests.support.panel_png import legend
 from tests.support.panels import alert_signal, dashboard_queries, grafana_expr, rate_interval
 
