@@ -55,16 +55,6 @@ KEY_PANELS = {
 }
 """Panels drawn to PNG: id -> (y axis unit, file name)."""
 
-NOT_EXPORTED_UNTIL_IT_HAPPENS = {
-    "controller_runtime_terminal_reconcile_errors_total": (
-        "the operator creates this counter's series at its first terminal error and nothing raises one, so the "
-        "panel stays empty; controller-runtime creates it at 0 per controller at start (the fix belongs in "
-        "webserver_operator/runtime/controller.py, next to the other per-controller series)"
-    ),
-}
-"""Series a panel reads that the operator does not export yet in a healthy run: their panel query is expected to
-fail (strict, so the day the operator exports them the expectation must be removed)."""
-
 
 @dataclass
 class Monitored:
@@ -198,21 +188,7 @@ def test_prometheus_scrapes_the_operator_as_the_service_monitor_says(monitored: 
     assert target["labels"]["job"] == JOB
 
 
-@pytest.mark.parametrize(
-    "query",
-    [
-        pytest.param(
-            q,
-            id=q.id,
-            marks=[
-                pytest.mark.xfail(strict=True, reason=why)
-                for name, why in NOT_EXPORTED_UNTIL_IT_HAPPENS.items()
-                if name in q.expr
-            ],
-        )
-        for q in QUERIES
-    ],
-)
+@pytest.mark.parametrize("query", [pytest.param(q, id=q.id) for q in QUERIES])
 def test_every_dashboard_panel_shows_data(monitored: Monitored, query: Query) -> None:
     expr = _as_grafana_sends_it(query)
     series = monitored.range(expr)
@@ -228,32 +204,9 @@ ACTIVITY = {
     23: f"watches timing out every {WATCH_TIMEOUT_S} s",
 }
 """Rate panels and the activity of the run that must show in them as a rate above zero at some point."""
-BORN_AT_THE_FIRST_INCREMENT = {
-    19: (
-        "webserver_operator_drift_repairs_total{kind} gets its series at the first repair, with the value 1: rate() "
-        "has no earlier sample to compare with, so the first repair of each kind never shows in this panel. The "
-        "operator should create the series at 0 for Deployment and Service at start (webserver_operator/metrics.py), "
-        "as it does for events_dropped_total"
-    ),
-}
-"""Panels that miss the run's activity because of how the operator exports the series: expected to fail (strict)."""
 
 
-@pytest.mark.parametrize(
-    "panel_id",
-    [
-        pytest.param(
-            panel_id,
-            id=f"panel {panel_id}",
-            marks=[
-                pytest.mark.xfail(strict=True, reason=why)
-                for p, why in BORN_AT_THE_FIRST_INCREMENT.items()
-                if p == panel_id
-            ],
-        )
-        for panel_id in ACTIVITY
-    ],
-)
+@pytest.mark.parametrize("panel_id", [pytest.param(panel_id, id=f"panel {panel_id}") for panel_id in ACTIVITY])
 def test_the_runs_activity_shows_in_the_rate_panels(monitored: Monitored, panel_id: int) -> None:
     query = next(q for q in QUERIES if q.panel_id == panel_id)
     values = [v for series in monitored.range(_as_grafana_sends_it(query)) for _, v in series.finite()]

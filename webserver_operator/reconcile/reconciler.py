@@ -117,6 +117,10 @@ class WebServerReconciler:
             DEPLOYMENTS, caches.deployments, desired_deployment, merge_owned_deployment, immutable_selector=True
         )
         self._service = _Child(SERVICES, caches.services, desired_service, merge_owned_service)
+        # Each kind's repair counter exists at 0 from the start: a series born at 1 hides the first repair from rate().
+        self._repairs = {
+            child.kind: metrics.DRIFT_REPAIRS.labels(kind=child.kind) for child in (self._deployment, self._service)
+        }
 
     def keys_with_problems(self) -> list[ObjectKey]:
         """WebServers currently waiting on a problem (a conflict, a rejected child).
@@ -313,7 +317,7 @@ class WebServerReconciler:
         )
         paths = difference.paths
         if reason != "Updated":
-            metrics.DRIFT_REPAIRS.labels(kind=child.kind).inc()
+            self._repairs[child.kind].inc()
         if reason == "Repaired":
             self._fights.repaired(fought, paths, writer)
         log.info(

@@ -72,6 +72,8 @@ class Controller:
         self._stop_hooks: list[Callable[[float], Awaitable[None]]] = []
         self._m_active = metrics.ACTIVE_WORKERS.labels(controller=name)
         self._m_errors = metrics.RECONCILE_ERRORS.labels(controller=name)
+        # Exported at 0 from the start, as controller-runtime does, so its panel and alert have a series to read.
+        self._m_terminal = metrics.TERMINAL_RECONCILE_ERRORS.labels(controller=name)
         self._m_time = metrics.RECONCILE_TIME.labels(controller=name)
         # One child per result, looked up once: ``labels()`` on every reconcile builds a key and takes a lock.
         self._m_total = {
@@ -234,7 +236,7 @@ class Controller:
         self._m_errors.inc()
         self._m_total["error"].inc()
         if is_terminal(exc):
-            metrics.TERMINAL_RECONCILE_ERRORS.labels(controller=self.name).inc()
+            self._m_terminal.inc()
             self.queue.forget(key)
             logger.error(
                 "reconcile %s/%s failed terminally (not retried until the object changes): %s",

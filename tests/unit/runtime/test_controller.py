@@ -346,3 +346,14 @@ async def test_stop_hooks_run_after_the_drain_with_the_time_left() -> None:
     assert 0.5 < given[0] <= 0.96, "the drain took about 0.05 s of the 1 s"
     assert await controller.stop(0.0) is True
     assert given[1] == 0.0
+
+
+def test_the_terminal_error_counter_is_exported_at_zero_from_the_start() -> None:
+    """As controller-runtime: a dashboard panel and an alert read it before anything ever failed terminally."""
+    Controller(
+        "ctl-terminal-zero", ScriptedReconciler(lambda key, attempt: Result()), WorkQueue(name="ctl-terminal-zero")
+    )
+    terminal = metrics.REGISTRY.get_sample_value(
+        "controller_runtime_terminal_reconcile_errors_total", {"controller": "ctl-terminal-zero"}
+    )
+    assert terminal == 0
