@@ -152,6 +152,11 @@ class Informer:
         self.namespace = namespace if resource.namespaced else None
         self.label_selector = label_selector
         self.name = name or resource.plural
+        # The routine restart reasons exist at 0 from the start: a series born at 1 hides its first restart from rate().
+        self._restarts = {
+            reason: metrics.WATCH_RESTARTS.labels(resource=self.name, reason=reason)
+            for reason in ("timeout", "closed", "stalled")
+        }
         #: ``None`` when the informer keeps everything (no shards, or ``--shards 1``).
         self.shard_filter = ShardFilter.for_range(shard, resource, name=self.name, notice=fallback_notice)
         self.on_event: EventHandler = on_event or noop_handler
@@ -424,7 +429,10 @@ class Informer:
                 )
 
     def _restart(self, reason: str) -> None:
-        metrics.WATCH_RESTARTS.labels(resource=self.name, reason=reason).inc()
+        counter = self._restarts.get(reason)
+        if counter is None:
+            counter = self._restarts[reason] = metrics.WATCH_RESTARTS.labels(resource=self.name, reason=reason)
+        counter.inc()
 
     async def _fail(self, phase: str, exc: Exception) -> None:
         self.consecutive_failures += 1

@@ -399,3 +399,11 @@ async def test_fields_nobody_reads_are_stripped_on_the_way_into_the_cache() -> N
         assert cached is not None
         assert "managedFields" not in cached["metadata"]
         assert cached["metadata"]["annotations"] == {"team": "blue"}
+
+
+def test_routine_watch_restarts_are_exported_at_zero_before_the_first_one() -> None:
+    """A series born at 1 hides the first restart from rate(): the dashboard's watch panel would stay flat."""
+    Informer(FakeKube(lists=[], watches=[]), WEBSERVERS, name="restarts-at-zero")
+    for reason in ("timeout", "closed", "stalled"):
+        labels = {"resource": "restarts-at-zero", "reason": reason}
+        assert metrics.REGISTRY.get_sample_value("webserver_operator_watch_restarts_total", labels) == 0, reason
