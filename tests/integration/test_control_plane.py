@@ -8,10 +8,23 @@ ServiceAccount token, and Pod Security admission.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
+from harness.paths import HACK
 from tests.support.cluster import Cluster, wait_until
+
+
+def _pinned_version() -> str:
+    """The Kubernetes version hack/versions.env pins for the line under test (``KUBERNETES_LINE``: newest or oldest)."""
+    pins = dict(
+        line.split("=", 1)
+        for line in (HACK / "versions.env").read_text().splitlines()
+        if "=" in line and not line.startswith("#")
+    )
+    oldest = os.environ.get("KUBERNETES_LINE") == "oldest"
+    return pins["KUBERNETES_OLDEST_VERSION" if oldest else "KUBERNETES_VERSION"]
 
 
 def _deployment(name: str, replicas: int) -> dict[str, Any]:
@@ -31,10 +44,10 @@ def _deployment(name: str, replicas: int) -> dict[str, Any]:
     }
 
 
-def test_server_reports_v136(cluster: Cluster) -> None:
+def test_server_and_kubectl_run_the_pinned_version(cluster: Cluster) -> None:
     out = json.loads(cluster.kubectl("version", "-o", "json").stdout)
-    assert out["serverVersion"]["gitVersion"].startswith("v1.36."), out["serverVersion"]
-    assert out["clientVersion"]["gitVersion"].startswith("v1.36."), out["clientVersion"]
+    assert out["serverVersion"]["gitVersion"] == _pinned_version(), out["serverVersion"]
+    assert out["clientVersion"]["gitVersion"] == _pinned_version(), out["clientVersion"]
 
 
 def test_deployment_gets_ready_pods_on_a_kwok_node(cluster: Cluster, namespace: str) -> None:
