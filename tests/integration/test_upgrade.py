@@ -40,7 +40,7 @@ from harness.paths import CRD_FILE, ROOT
 from tests.integration.conftest import apply_crd
 from tests.support.cluster import Cluster, wait_until
 from tests.support.factories import webserver
-from tests.support.upgrades import CHANGELOG, declared_template_changes, template_changes, undeclared
+from tests.support.upgrades import CHANGELOG, children_state, declared_template_changes, upgrade_problems
 from tests.support.webservers import wait_ready
 from webserver_operator.kube.client import FIELD_MANAGER
 
@@ -104,29 +104,14 @@ def baseline_crd(cluster: Cluster, crd: str, baseline: Path) -> Iterator[None]:
         apply_crd(cluster, CRD_FILE)
 
 
-def _operator_entry(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    return [entry for entry in obj["metadata"].get("managedFields") or [] if entry.get("manager") == FIELD_MANAGER]
-
-
 def _snapshot(cluster: Cluster, namespace: str) -> dict[str, dict[str, Any]]:
     """Per WebServer: its Deployment's generation, pod template and operator managedFields, its Service's entry."""
-    deployments = {
-        d["metadata"]["name"]: d
-        for d in cluster.get_json("deployments", "--show-managed-fields", namespace=namespace)["items"]
-    }
-    services = {
-        s["metadata"]["name"]: s
-        for s in cluster.get_json("services", "--show-managed-fields", namespace=namespace)["items"]
-    }
-    return {
-        name: {
-            "generation": deployments[name]["metadata"]["generation"],
-            "template": deployments[name]["spec"]["template"],
-            "deployment_fields": _operator_entry(deployments[name]),
-            "service_fields": _operator_entry(services[name]),
-        }
-        for name, _ in _specs()
-    }
+    return children_state(
+        cluster.get_json("deployments", "--show-managed-fields", namespace=namespace)["items"],
+        cluster.get_json("services", "--show-managed-fields", namespace=namespace)["items"],
+        [name for name, _ in _specs()],
+        field_manager=FIELD_MANAGER,
+    )
 
 
 def _reconciled_and_quiet(op: OperatorProcess) -> None:
@@ -191,19 +176,7 @@ def test_upgrade_from_the_previous_release_restarts_no_pods(
         assert new.stop() == 0, f"HEAD's operator did not stop cleanly:\n{new.tail()}"
 
     declared = declared_template_changes(CHANGELOG.read_text())
-    problems: list[str] = []
-    for name, _ in _specs():
-        changed = template_changes(before[name]["template"], after[name]["template"])
-        unnamed = undeclared(changed, declared)
-        generations = f"generation {before[name]['generation']} -> {after[name]['generation']}"
-        if unnamed:
-            problems.append(f"{name}: pod template changed at {', '.join(unnamed)} ({generations})")
-        elif not changed and after[name]["generation"] != before[name]["generation"]:
-            problems.append(f"{name}: {generations} with the same pod template")
-        if not changed and after[name]["deployment_fields"] != before[name]["deployment_fields"]:
-            problems.append(f"{name}: HEAD's operator wrote to the converged Deployment")
-        if after[name]["service_fields"] != before[name]["service_fields"]:
-            problems.append(f"{name}: HEAD's operator wrote to the converged Service")
+    problems = upgrade_problems(before, after, declared)
     assert not problems, (
         f"upgrading the operator from {BASELINE_REF[:7]} to HEAD would restart or rewrite WebServers' children:\n  "
         + "\n  ".join(problems)

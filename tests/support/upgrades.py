@@ -71,3 +71,47 @@ def undeclared(changes: list[str], declared: list[str]) -> list[str]:
         for change in changes
         if not any(change == field or change.startswith((f"{field}.", f"{field}[")) for field in declared)
     ]
+
+
+def _operator_entry(obj: dict[str, Any], field_manager: str) -> list[dict[str, Any]]:
+    return [e for e in obj["metadata"].get("managedFields") or [] if e.get("manager") == field_manager]
+
+
+def children_state(
+    deployments: list[dict[str, Any]], services: list[dict[str, Any]], names: list[str], *, field_manager: str
+) -> dict[str, dict[str, Any]]:
+    """Per WebServer ``name``: its Deployment's generation, pod template and ``field_manager``'s managedFields entry,
+    and its Service's entry, from the objects as ``kubectl get --show-managed-fields`` lists them."""
+    by_name = {d["metadata"]["name"]: d for d in deployments}
+    service_by_name = {s["metadata"]["name"]: s for s in services}
+    return {
+        name: {
+            "generation": by_name[name]["metadata"]["generation"],
+            "template": by_name[name]["spec"]["template"],
+            "deployment_fields": _operator_entry(by_name[name], field_manager),
+            "service_fields": _operator_entry(service_by_name[name], field_manager),
+        }
+        for name in names
+    }
+
+
+def upgrade_problems(
+    before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]], declared: list[str]
+) -> list[str]:
+    """What an upgrade did to converged children that it may not: an undeclared pod-template change, a new
+    generation with the same template, an operator write to a Deployment whose template did not change or to a
+    Service. ``before`` and ``after`` come from ``children_state``; ``declared`` from ``declared_template_changes``."""
+    problems: list[str] = []
+    for name in before:
+        changed = template_changes(before[name]["template"], after[name]["template"])
+        unnamed = undeclared(changed, declared)
+        generations = f"generation {before[name]['generation']} -> {after[name]['generation']}"
+        if unnamed:
+            problems.append(f"{name}: pod template changed at {', '.join(unnamed)} ({generations})")
+        elif not changed and after[name]["generation"] != before[name]["generation"]:
+            problems.append(f"{name}: {generations} with the same pod template")
+        if not changed and after[name]["deployment_fields"] != before[name]["deployment_fields"]:
+            problems.append(f"{name}: HEAD's operator wrote to the converged Deployment")
+        if after[name]["service_fields"] != before[name]["service_fields"]:
+            problems.append(f"{name}: HEAD's operator wrote to the converged Service")
+    return problems

@@ -7,7 +7,14 @@ without either.
 
 from __future__ import annotations
 
-from tests.support.upgrades import CHANGELOG, declared_template_changes, section, template_changes, undeclared
+from tests.support.upgrades import (
+    CHANGELOG,
+    declared_template_changes,
+    section,
+    template_changes,
+    undeclared,
+    upgrade_problems,
+)
 
 NOTES = """# Changelog
 
@@ -69,3 +76,26 @@ def test_the_changelog_declares_what_the_last_baseline_changed() -> None:
     declared = declared_template_changes(CHANGELOG.read_text(), "0.1.0")
     assert "spec.template.spec.automountServiceAccountToken" in declared
     assert "spec.template.spec.enableServiceLinks" in declared
+
+
+def _child(generation: int, image: str, deployment_fields: str = "d", service_fields: str = "s") -> dict[str, object]:
+    template = {"spec": {"containers": [{"name": "web", "image": image}]}}
+    return {
+        "generation": generation,
+        "template": template,
+        "deployment_fields": deployment_fields,
+        "service_fields": service_fields,
+    }
+
+
+def test_upgrade_problems_name_undeclared_changes_restarts_and_writes() -> None:
+    before = {"a": _child(1, "nginx:1"), "b": _child(1, "nginx:1"), "c": _child(1, "nginx:1")}
+    after = {"a": _child(2, "nginx:2"), "b": _child(2, "nginx:1"), "c": _child(1, "nginx:1", service_fields="x")}
+    assert upgrade_problems(before, after, []) == [
+        "a: pod template changed at spec.template.spec.containers[web].image (generation 1 -> 2)",
+        "b: generation 1 -> 2 with the same pod template",
+        "c: HEAD's operator wrote to the converged Service",
+    ]
+    declared = ["spec.template.spec.containers[web].image"]
+    assert upgrade_problems({"a": before["a"]}, {"a": after["a"]}, declared) == []
+    assert upgrade_problems(before, before, []) == []
