@@ -50,8 +50,12 @@ __all__ = [
     "REGISTRY",
     "REST_CLIENT_REQUESTS",
     "REST_CLIENT_REQUEST_DURATION",
+    "SHARDS",
+    "SHARD_CACHED_OBJECTS",
     "SHARD_FILTER_CLIENT_SIDE",
     "SHARD_FILTER_DROPPED",
+    "SHARD_HELD",
+    "SHARD_QUEUE_DEPTH",
     "TERMINAL_RECONCILE_ERRORS",
     "WATCH_EVENTS",
     "WATCH_RELISTS",
@@ -249,6 +253,33 @@ SHARD_FILTER_DROPPED = Counter(
     "Listed objects and watch events outside this replica's shards, dropped by the client-side shard filter before "
     "the cache (0 while the API server filters)",
     ["resource"],
+    registry=REGISTRY,
+)
+
+# --- sharding (--shards > 1) -----------------------------------------------------------------------------------------
+
+SHARDS = Gauge(
+    "webserver_operator_shards",
+    "Shards the WebServers are split into (--shards); 1 when the operator is not sharded",
+    registry=REGISTRY,
+)
+SHARD_HELD = Gauge(
+    "webserver_operator_shard_held",
+    "1 while this replica holds the shard's Lease and reconciles its WebServers, else 0; every replica exports one "
+    "series per shard, so a shard whose series are all 0 has no holder",
+    ["shard"],
+    registry=REGISTRY,
+)
+SHARD_QUEUE_DEPTH = Gauge(
+    "webserver_operator_shard_queue_depth",
+    "WebServers of the shard waiting in this replica's work queue (only shards this replica holds)",
+    ["shard"],
+    registry=REGISTRY,
+)
+SHARD_CACHED_OBJECTS = Gauge(
+    "webserver_operator_shard_cached_objects",
+    "Objects in this replica's informer caches for the shard, by resource (only shards this replica holds)",
+    ["shard", "resource"],
     registry=REGISTRY,
 )
 

@@ -41,6 +41,9 @@ _MIN_STALL_TIMEOUT = 1.0
 MIN_MAX_LOOP_LAG = 2.0
 #: A Lease candidate waits ``retry_period`` up to this fraction longer between attempts (client-go's JitterFactor).
 _LEASE_RETRY_JITTER = 0.2
+#: Each shard is a Lease renewed every retry period by its holder plus three informers on it: more than this many is
+#: Lease traffic for nothing (a shard should carry at least a namespace or two).
+_MAX_SHARDS = 256
 
 
 def _check_namespace_name(value: str) -> str:
@@ -229,6 +232,25 @@ class LeaderElectionSettings(_Section):
     leader_election_namespace: str | None = Field(
         default=None, description="Namespace of the Lease (default: the pod's namespace, else 'default')."
     )
+
+    shards: int = Field(
+        default=1,
+        ge=1,
+        le=_MAX_SHARDS,
+        description="Shards the WebServers are split into by a hash of their namespace; each replica holds a fair "
+        "share of the shard Leases and reconciles only those shards (needs --leader-elect). 1: one leader reconciles "
+        "everything.",
+    )
+
+    @model_validator(mode="after")
+    def _shards_need_leases(self) -> LeaderElectionSettings:
+        if self.shards > 1 and not self.leader_elect:
+            raise ValueError(
+                f"shards={self.shards} needs leader election: each shard is owned through a Lease, so turn on "
+                "--leader-elect (WEBSERVER_OPERATOR_LEADER_ELECT=true, or the chart's leaderElection.enabled), or set "
+                "--shards 1"
+            )
+        return self
 
     @field_validator("leader_election_id")
     @classmethod
