@@ -12,11 +12,12 @@ checked in test_rbac_use_sharded.py.
 
 from __future__ import annotations
 
+import subprocess
 from typing import Any
 
 import pytest
 
-from harness.paths import CONFIG
+from harness.paths import CHART, CONFIG
 from tests.support.chart import (
     FULLNAME,
     KUSTOMIZE_NAMESPACE,
@@ -26,11 +27,13 @@ from tests.support.chart import (
     MANAGER_RULES,
     METRICS_AUTH_RULES,
     NAMESPACE,
+    RELEASE,
     SHARDED_LEADER_ELECTION_RULES,
     deployment_of,
     find,
     flag_values_of,
     granted_of,
+    helm_binary,
     helm_template,
     kustomize,
     manager_of,
@@ -156,6 +159,23 @@ def test_one_sharded_replica_gets_the_spread_but_no_disruption_budget() -> None:
     assert not find(docs, "PodDisruptionBudget")
     assert _pod_spec(docs)["topologySpreadConstraints"] == SPREAD
     assert flag_values_of(manager_of(docs)["args"], "--shards") == ["4"]
+
+
+def _notes(*args: str) -> str:
+    cmd = [str(helm_binary()), "install", RELEASE, str(CHART), "--namespace", NAMESPACE, "--dry-run=client", *args]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.split("NOTES:", 1)[1]
+
+
+def test_notes_name_the_shard_leases_and_say_when_one_replica_holds_them_all() -> None:
+    sharded = _notes(*SHARDED)
+    assert f"Leases {NAMESPACE}/{LEASE}-shard-<0..3>" in sharded
+    assert f"get leases -l webserver-operator.dev/shard-of={LEASE}" in sharded
+    assert "gains nothing" not in sharded
+    alone = _notes("--set", "sharding.shards=4")
+    assert "One replica holds every shard, so sharding gains nothing yet: set replicaCount to 2 or more." in alone
+    assert "Sharded" not in _notes()
 
 
 def test_shards_without_leader_election_fail_with_what_to_set() -> None:
