@@ -43,6 +43,11 @@ MANAGER_RULES: frozenset[Rule] = frozenset(
 LEADER_ELECTION_RULES: frozenset[Rule] = frozenset(
     {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")}
 )
+# Sharded (--shards > 1): every replica lists the shard and member Leases by label, creates and renews them, and
+# deletes member Leases (its own on shutdown, dead replicas' ones); member Lease names are not known in advance.
+SHARDED_LEADER_ELECTION_RULES: frozenset[Rule] = frozenset(
+    {("coordination.k8s.io", "leases", v) for v in ("get", "list", "create", "update", "delete")}
+)
 # Secure metrics: the operator reviews each scraper's token and its right to get /metrics (cluster-scoped reviews).
 METRICS_AUTH_RULES: frozenset[Rule] = frozenset(
     {("authentication.k8s.io", "tokenreviews", "create"), ("authorization.k8s.io", "subjectaccessreviews", "create")}

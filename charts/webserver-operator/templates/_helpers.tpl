@@ -81,6 +81,15 @@ app.kubernetes.io/part-of: webserver-operator
 {{ include "webserver-operator.fullname" . }}-metrics.{{ .Release.Namespace }}.svc
 {{- end }}
 
+{{/*
+"true" when the WebServers are split into shards (sharding.shards > 1), else "". Sharded, every replica reconciles
+its share of the shards: the leader election Role covers the shard and member Leases, and the pods get a
+PodDisruptionBudget and a spread over nodes.
+*/}}
+{{- define "webserver-operator.sharded" -}}
+{{- if gt (int .Values.sharding.shards) 1 }}true{{ end }}
+{{- end }}
+
 {{/* Name of the leader election Lease (and of the Role that may touch it). */}}
 {{- define "webserver-operator.leaseName" -}}
 {{- default (printf "%s-leader" (include "webserver-operator.fullname" .)) .Values.leaderElection.id }}

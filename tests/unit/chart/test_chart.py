@@ -66,6 +66,7 @@ pytestmark = pytest.mark.tools
             id="everything-on",
         ),
         pytest.param(["--set", "crds.enabled=false,rbac.create=false,leaderElection.enabled=false"], id="minimal"),
+        pytest.param(["--set", "sharding.shards=8,replicaCount=3,metrics.prometheusRule.enabled=true"], id="sharded"),
     ],
 )
 def test_helm_lint_strict_is_clean(args: list[str]) -> None:

@@ -3,6 +3,7 @@
 The alerts are what `helm template` renders with the values under `metrics.prometheusRule`; promtool (built by
 `make tools`) checks them (`promtool check rules`) and runs their unit tests (`promtool test rules`, cases in
 tests/unit/chart/promtool/). Every alert and panel must read only metrics that the operator's own registry exports.
+The shard alert exists only when the chart is sharded (sharding.shards > 1), and has its own promtool cases.
 """
 
 from __future__ import annotations
@@ -31,7 +32,10 @@ ALERTS = {
     "WebServerOperatorWorkQueueDepth",
     "WebServerNotReady",
 }
+SHARDED_CASES = Path(__file__).parent / "promtool" / "webserver-operator.sharded.rules.test.yaml"
+SHARD_ALERT = "WebServerOperatorShardWithoutHolder"
 ENABLED = ("--set", "metrics.prometheusRule.enabled=true,metrics.grafanaDashboard.enabled=true")
+SHARDED = ("--set", "sharding.shards=4,replicaCount=2")
 
 
 def _rule_groups(*args: str) -> list[dict[str, Any]]:
@@ -100,12 +104,46 @@ def test_promtool_fails_a_broken_expectation(tmp_path: Path) -> None:
 
 
 def test_every_alert_reads_only_exported_metrics() -> None:
-    exprs = [alert["expr"] for alert in _alerts(_rule_groups()).values()]
+    exprs = [alert["expr"] for alert in _alerts(_rule_groups(*SHARDED)).values()]
+    assert len(exprs) == len(ALERTS) + 1
     assert unknown_metrics(exprs, exported_series_names()) == {}
+
+
+def test_the_shard_alert_only_when_sharded() -> None:
+    assert SHARD_ALERT not in _alerts(_rule_groups())
+    assert SHARD_ALERT not in _alerts(_rule_groups("--set", "sharding.shards=1,replicaCount=3"))
+    alerts = _alerts(_rule_groups(*SHARDED))
+    assert set(alerts) == ALERTS | {SHARD_ALERT}
+    shard = alerts[SHARD_ALERT]
+    assert shard["labels"]["severity"] == "critical"
+    assert shard["for"] == "1m"
+    assert f'job="{FULLNAME}-metrics"' in shard["expr"]
+
+
+def test_promtool_checks_and_unit_tests_the_sharded_rules(tmp_path: Path) -> None:
+    rules = _write_rules(_rule_groups(*SHARDED), tmp_path)
+    check = _promtool("check", "rules", "--lint=all", "--lint-fatal", str(rules), cwd=tmp_path)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert f"SUCCESS: {len(ALERTS) + 1} rules found" in check.stdout, check.stdout
+    shutil.copy(SHARDED_CASES, tmp_path / SHARDED_CASES.name)
+    result = _promtool("test", "rules", SHARDED_CASES.name, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout, result.stdout
+
+
+def test_the_sharded_cases_fail_without_the_shard_alert(tmp_path: Path) -> None:
+    """The cases can fail: rendered unsharded there is no shard alert, and the killed holder's case says so."""
+    _write_rules(_rule_groups(), tmp_path)
+    shutil.copy(SHARDED_CASES, tmp_path / SHARDED_CASES.name)
+    result = _promtool("test", "rules", SHARDED_CASES.name, cwd=tmp_path)
+    assert result.returncode != 0
+    assert SHARD_ALERT in result.stdout + result.stderr
 
 
 def test_rule_values_reach_the_alerts(tmp_path: Path) -> None:
     values = {
+        "replicaCount": 2,
+        "sharding": {"shards": 4},
         "metrics": {
             "prometheusRule": {
                 "enabled": True,
@@ -117,7 +155,7 @@ def test_rule_values_reach_the_alerts(tmp_path: Path) -> None:
                 "workQueueLatencySeconds": 5,
                 "workQueueDepth": 7,
             }
-        }
+        },
     }
     result = subprocess.run(
         [str(built_tool("helm")), "template", "rel", str(CHART), "--namespace", NAMESPACE, "-f", "-"],
@@ -130,6 +168,7 @@ def test_rule_values_reach_the_alerts(tmp_path: Path) -> None:
     rule = one([d for d in yaml.safe_load_all(result.stdout) if d], "PrometheusRule")
     assert rule["metadata"]["labels"]["release"] == "prom"
     alerts = _alerts(rule["spec"]["groups"])
+    assert set(alerts) == ALERTS | {SHARD_ALERT}
     for name, alert in alerts.items():
         assert alert["labels"]["team"] == "web", name
         assert 'job="custom", cluster="prod"' in alert["expr"], name

@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import promql_parser
 import pytest
 
 from harness.paths import CHART
@@ -87,6 +88,41 @@ def test_the_dashboard_covers_the_controller_runtime_metrics() -> None:
         "rest_client_requests_total",
     ):
         assert name in read, name
+
+
+def _row_panels(dashboard: dict[str, Any], title: str) -> list[dict[str, Any]]:
+    """The panels under the row ``title``: Grafana places them by ``gridPos.y``, between the row and the next row."""
+    rows = sorted((p["gridPos"]["y"], p["title"]) for p in dashboard["panels"] if p["type"] == "row")
+    starts = [y for y, name in rows if name == title]
+    assert len(starts) == 1, f"expected one row {title!r}, found rows {[name for _, name in rows]}"
+    (start,) = starts
+    end = min((y for y, _ in rows if y > start), default=float("inf"))
+    return [p for p in dashboard["panels"] if p["type"] != "row" and start < p["gridPos"]["y"] < end]
+
+
+def _groupings(expr: str) -> set[tuple[str, frozenset[str]]]:
+    """(metric, grouping labels) of every ``agg by (...) (metric{...})`` in a query."""
+    found: set[tuple[str, frozenset[str]]] = set()
+
+    def visit(node: object) -> bool:
+        if isinstance(node, promql_parser.AggregateExpr) and isinstance(node.expr, promql_parser.VectorSelector):
+            labels = frozenset(node.modifier.labels) if node.modifier is not None else frozenset()
+            found.add((str(node.expr.name), labels))
+        return True
+
+    promql_parser.walk(promql_parser.parse(grafana_query_as_promql(expr)), visit)
+    return found
+
+
+def test_the_sharding_row_shows_holders_queue_depth_and_cache_per_shard() -> None:
+    panels = _row_panels(_dashboard(), "Sharding")
+    shown = {grouping for panel in panels for target in panel["targets"] for grouping in _groupings(target["expr"])}
+    # Ownership: which pod holds which shard; the work waiting and the objects cached: per shard.
+    assert ("webserver_operator_shard_held", frozenset({"shard", "pod"})) in shown, shown
+    assert ("webserver_operator_shard_queue_depth", frozenset({"shard"})) in shown, shown
+    assert ("webserver_operator_shard_cached_objects", frozenset({"shard", "resource"})) in shown, shown
+    (holders,) = [p for p in panels if p["title"] == "Shard holders"]
+    assert holders["targets"][0]["expr"].endswith("== 1"), "the holders table lists the held shards, not the others"
 
 
 @pytest.mark.parametrize(
