@@ -41,7 +41,7 @@ from webserver_operator.manager.endpoints import ProbeServer
 from webserver_operator.manager.metrics_server import MetricsServer
 from webserver_operator.manager.probes import Heartbeat, Probes, Watching, cache_synced, watches_running
 from webserver_operator.manager.settings import Settings
-from webserver_operator.manager.shards import ShardWork, run_sharded
+from webserver_operator.manager.shards import ShardWork, publish_one_shard, run_sharded
 from webserver_operator.reconcile.setup import setup_webserver_controller
 from webserver_operator.runtime.cache import InformerCache
 from webserver_operator.runtime.controller import Controller
@@ -183,6 +183,8 @@ class Operator:
         controller = setup_webserver_controller(cache, api=writer, settings=s.controller)
         _probe_caches(probes, cache.groups)
         _background(stack, cache.run(), name="informers")
+        holding = (lambda: True) if lease is None else (lambda: lease.is_held)
+        _background(stack, publish_one_shard(cache.groups, controller, holding), name="shard-metrics")
         if lease is not None:
             stack.push_async_callback(lease.release)  # first thing on the way out: the drain has ended by then
         return _Parts(cache=cache, controller=controller, lease=lease)

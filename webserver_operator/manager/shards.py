@@ -17,7 +17,8 @@ must move together shard by shard:
   shard's Lease fence decides, checked just before the request goes on the wire (``kube.gate``).
 - **Metrics**: ``webserver_operator_shards``, ``webserver_operator_shard_held{shard}`` (one series per shard on every
   replica), ``webserver_operator_shard_queue_depth{shard}`` and ``webserver_operator_shard_cached_objects{shard,
-  resource}`` for the held shards, refreshed every second.
+  resource}`` for the held shards, refreshed every second. Without sharding the same series describe one shard, 0,
+  held by the replica that reconciles (``publish_one_shard``), so one dashboard serves both.
 - **Life**: the controller, the member Lease and the shard rounds run together; on SIGTERM the rounds stop, the
   in-flight reconciles drain, every shard is handed back (released, so the others take it within a retry period),
   the member Lease is deleted, exit 0. A part that ends on its own is a bug: exit 2.
@@ -30,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sized
 from typing import Any
 
 from webserver_operator import metrics
@@ -41,7 +42,7 @@ from webserver_operator.runtime.membership import Membership
 from webserver_operator.runtime.shardcache import ShardedInformerCache
 from webserver_operator.runtime.shardset import ShardSet
 
-__all__ = ["ShardWork", "run_sharded"]
+__all__ = ["ShardWork", "publish_one_shard", "publish_shard", "run_sharded"]
 
 log = logging.getLogger(__name__)
 
@@ -137,15 +138,40 @@ class ShardWork:
             if shard in depth:
                 depth[shard] += 1
         for shard, count in depth.items():
-            label = str(shard)
-            metrics.SHARD_QUEUE_DEPTH.labels(shard=label).set(count)
-            for name, view in self.cache.groups.items():
-                metrics.SHARD_CACHED_OBJECTS.labels(shard=label, resource=name).set(view.cached(shard))
+            publish_shard(shard, queued=count, cached={name: v.cached(shard) for name, v in self.cache.groups.items()})
 
     async def publish_forever(self) -> None:
         while True:
             self.publish()
             await asyncio.sleep(_METRICS_TICK_SECONDS)
+
+
+def publish_shard(shard: int, *, queued: int, cached: Mapping[str, int], held: bool | None = None) -> None:
+    """Set one shard's series: queue depth, cached objects per resource, and (when given) whether it is held."""
+    label = str(shard)
+    if held is not None:
+        metrics.SHARD_HELD.labels(shard=label).set(1 if held else 0)
+    metrics.SHARD_QUEUE_DEPTH.labels(shard=label).set(queued)
+    for name, count in cached.items():
+        metrics.SHARD_CACHED_OBJECTS.labels(shard=label, resource=name).set(count)
+
+
+async def publish_one_shard(groups: Mapping[str, Sized], controller: Controller, holding: Callable[[], bool]) -> None:
+    """Without sharding (``--shards 1``): the whole fleet is shard 0, held by the replica that reconciles.
+
+    So dashboards and alerts read one set of series whatever the shard count: ``webserver_operator_shards`` 1, and
+    shard 0 held (``holding()``: the leader, or the only replica without election), with the work queue's depth and
+    the caches' sizes. Refreshed every second until cancelled.
+    """
+    metrics.SHARDS.set(1)
+    while True:
+        publish_shard(
+            0,
+            held=controller.running and holding(),
+            queued=len(controller.queue),
+            cached={name: len(group) for name, group in groups.items()},
+        )
+        await asyncio.sleep(_METRICS_TICK_SECONDS)
 
 
 async def run_sharded(

@@ -19,13 +19,14 @@ from webserver_operator.core.resources import LEASES, Resource
 from webserver_operator.core.settings import ControllerSettings, LeaseSettings, WatchSettings
 from webserver_operator.core.shards import shard_index
 from webserver_operator.core.vocabulary import ObjectKey
-from webserver_operator.manager.shards import ShardWork, run_sharded
+from webserver_operator.manager.shards import ShardWork, publish_one_shard, run_sharded
 from webserver_operator.runtime.builder import ControllerBuilder
 from webserver_operator.runtime.controller import Controller
 from webserver_operator.runtime.membership import LeaseGroup, Membership
 from webserver_operator.runtime.result import Result
 from webserver_operator.runtime.shardcache import ShardedInformerCache
 from webserver_operator.runtime.shardset import ShardSet
+from webserver_operator.runtime.workqueue import WorkQueue
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -181,3 +182,30 @@ async def test_two_replicas_split_the_shards_and_one_stopping_hands_its_shards_t
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(runs[name], 5)
     assert set(holders().values()) == {""}, "every shard was released on the way out"
+
+
+async def test_without_sharding_the_fleet_is_shard_zero_held_by_the_replica_that_reconciles() -> None:
+    queue: WorkQueue[ObjectKey] = WorkQueue(name="one-shard-test")
+    controller = Controller("one-shard-test", Recorder("a", []), queue, workers=1)
+    leading = False
+    publishing = asyncio.create_task(
+        publish_one_shard({"webservers": [1, 2, 3], "deployments": [1, 2]}, controller, lambda: leading)
+    )
+    try:
+        await asyncio.sleep(0.01)
+        assert sample("webserver_operator_shards") == 1
+        assert sample("webserver_operator_shard_held", shard="0") == 0, "not reconciling yet"
+        assert sample("webserver_operator_shard_cached_objects", shard="0", resource="webservers") == 3
+        assert sample("webserver_operator_shard_cached_objects", shard="0", resource="deployments") == 2
+    finally:
+        publishing.cancel()
+        await asyncio.gather(publishing, return_exceptions=True)
+    leading = True
+    running = asyncio.create_task(controller.run())
+    publishing = asyncio.create_task(publish_one_shard({"webservers": [1]}, controller, lambda: leading))
+    try:
+        await eventually(lambda: sample("webserver_operator_shard_held", shard="0") == 1)
+    finally:
+        publishing.cancel()
+        await controller.stop(0)
+        await asyncio.gather(publishing, running, return_exceptions=True)
