@@ -45,13 +45,13 @@ def render(results: Result, path: Path) -> Path | None:
             worst.append(max(values) if values else 0)
             ax.scatter([x] * len(values), values, color="black", s=12, zorder=3)
         bars = ax.bar(range(len(configs)), worst, color="#1f77b4", alpha=0.6)
-        ax.bar_label(bars, fmt="%.3g", fontsize=8)
+        ax.bar_label(bars, labels=[_label(v) for v in worst], fontsize=8)
         ax.set_title(f"per replica: {title}\n(bar: worst replica, dots: each)", fontsize=9)
         ax.set_xticks(range(len(configs)), labels, fontsize=7)
     for ax, (title, phase, key) in zip(list(axes.flat)[len(PER_REPLICA) :], FLEET, strict=False):
         values = [((c.get(phase) or {}).get(key) or 0) for c in configs]
         bars = ax.bar(range(len(configs)), values, color="#9e9e9e")
-        ax.bar_label(bars, fmt="%.3g", fontsize=8)
+        ax.bar_label(bars, labels=[_label(v) for v in values], fontsize=8)
         ax.set_title(title, fontsize=9)
         ax.set_xticks(range(len(configs)), labels, fontsize=7)
     plan = results.get("plan", {})
@@ -64,3 +64,8 @@ def render(results: Result, path: Path) -> Path | None:
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
+
+
+def _label(value: float) -> str:
+    """26000 as "26,000" rather than "2.6e+04"; small values with three significant digits."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"

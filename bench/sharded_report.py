@@ -112,7 +112,7 @@ def verdicts(results: Result) -> list[str]:
             continue
         verdict = "met" if value <= TARGET else "missed"
         lines.append(f"{target.what}, {largest['label']}: {value:.2f}x one replica's (target <= {TARGET}x): {verdict}")
-    return lines
+    return lines or ["no target judged: no fleet of more than one replica ran without error"]
 
 
 def _fmt(value: Any, digits: int = 1) -> str:

@@ -94,6 +94,8 @@ def test_without_a_one_replica_run_no_target_is_judged() -> None:
     data["configs"][0]["error"] = "ClusterError: boom"
     assert sharded_report.verdicts(data) == ["no target judged: the one-replica server-side run is missing or failed"]
     assert "(0." not in sharded_report.summary_table(data), "no ratio without the baseline"
+    alone = {"configs": [results()["configs"][0]]}
+    assert sharded_report.verdicts(alone) == ["no target judged: no fleet of more than one replica ran without error"]
 
 
 def test_summary_shows_each_configuration_with_its_ratio_to_one_replica() -> None:
