@@ -212,6 +212,10 @@ bench: venv tools $(VENV)/.bench-installed ## Benchmark vs the raw API limit, a 
 bench-profile: venv tools $(VENV)/.bench-installed ## Profile the operator (py-spy, tracemalloc) during a bulk create of 1000 WebServers.
 	$(PY) -m bench profile $(BENCH_ARGS)
 
+.PHONY: bench-sharded
+bench-sharded: venv tools $(VENV)/.bench-installed ## Sharded replicas: 10000 WebServers under 1, 2, 4 replicas, 8 shards (BENCH_ARGS="--n 500 --replicas 1,2" for a quick look; --client-side-too adds the gate-off run). Not in make test.
+	$(PY) -m bench sharded $(BENCH_ARGS)
+
 ##@ Build
 
 .PHONY: image-recipe

@@ -3,6 +3,7 @@
     python -m bench run [--n 1000] [--zero 5000] [--rounds 1] [--systems raw,ours,go,kopf]
     python -m bench profile [--n 1000]
     python -m bench report bench/results/<stamp>.json [--readme]
+    python -m bench sharded [--n 10000] [--replicas 1,2,4] [--shards 8] [--client-side-too]  (bench/sharded.py)
 
 ``run`` writes bench/results/<stamp>.json (every measurement), <stamp>.md (the table), <stamp>-n<N>x<replicas>.png
 (charts) and, unless --no-readme, the Results section of bench/README.md. ``--zero N`` adds a size with ``replicas: 0``,
@@ -23,7 +24,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from bench import charts, report
+from bench import charts, report, sharded
 from bench.progress import say
 from bench.runner import Plan, run_plan
 from bench.scenarios import SCENARIOS
@@ -145,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     prof = sub.add_parser("profile", help="py-spy and tracemalloc profile of this operator during bulk create")
     prof.add_argument("--n", type=int, default=1000)
     prof.set_defaults(func=cmd_profile)
+    sharded.add_parser(sub, RESULTS)
     args = parser.parse_args(argv)
     code: int = args.func(args)
     return code

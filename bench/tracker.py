@@ -30,6 +30,13 @@ KINDS: dict[str, str] = {
     "dep": "/apis/apps/v1/namespaces/{ns}/deployments",
     "svc": "/api/v1/namespaces/{ns}/services",
 }
+#: The same kinds in every namespace (``Tracker(api, None)``, the sharded benchmark's many namespaces; names must then
+#: be unique across namespaces, since the state is keyed by name).
+ALL_NAMESPACES: dict[str, str] = {
+    "ws": "/apis/web.webserver-operator.dev/v1/webservers",
+    "dep": "/apis/apps/v1/deployments",
+    "svc": "/api/v1/services",
+}
 
 
 class State:
@@ -74,9 +81,9 @@ class Sequence:
 
 
 class Tracker:
-    """List + watch WebServers, Deployments and Services of one namespace; evaluate milestones on every event."""
+    """List + watch WebServers, Deployments and Services of one namespace (None: all); evaluate milestones on events."""
 
-    def __init__(self, api: KubeApi, namespace: str) -> None:
+    def __init__(self, api: KubeApi, namespace: str | None) -> None:
         self.api = api
         self.namespace = namespace
         self.state = State()
@@ -109,7 +116,7 @@ class Tracker:
                 await task
 
     async def _run(self, kind: str) -> None:
-        path = KINDS[kind].format(ns=self.namespace)
+        path = ALL_NAMESPACES[kind] if self.namespace is None else KINDS[kind].format(ns=self.namespace)
         while True:
             try:
                 listing = await self.api.request("GET", path, seconds=120)
