@@ -210,11 +210,13 @@ def markdown(results: Result) -> str:
         plan = results.get("plan") or {}
         steady = plan.get("steady_seconds", 60)
         qps = plan.get("kcm_api_qps")
+        loop = plan.get("ours_event_loop")
         title = (
             f"**N = {n}, {replicas} replica(s) per WebServer** — medians of {max(rounds.values())} round(s), each "
             f"system on its own fresh cluster; raw limit at {best.get(str(n), '?')} requests in flight; 4 workers "
             f"per operator; steady state over {steady:.0f} s"
             + (f"; kube-controller-manager at {qps} requests/s (every system alike)" if qps else "")
+            + (f"; this operator with --event-loop={loop}" if loop and loop != "auto" else "")
         )
         head = "| | " + " | ".join(HEADERS[c] for c in COLUMNS) + " | ours/raw | ours/Go | ours/kopf |"
         lines = [title, "", head, "|" + " --- |" * (len(COLUMNS) + 4)]
