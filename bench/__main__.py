@@ -98,7 +98,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    path = Path(args.json)
+    path = Path(args.json).resolve()  # the README's links are relative to bench/, whatever the current directory
     results = json.loads(path.read_text())
     if isinstance(results, list):  # runs.partial.json of an unfinished benchmark
         results = {"runs": results, "raw_best_concurrency": report.best_concurrency(results)}

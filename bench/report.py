@@ -152,6 +152,8 @@ def _fmt(values: tuple[float | None, ...], digits: int | tuple[int, ...]) -> str
 def _ratio(a: float | None, b: float | None) -> str:
     if a is None or b is None or b == 0:
         return "—"
+    if 0 < a / b < 0.005:  # would print as 0.00x, which reads as "nothing" rather than "far smaller"
+        return "<0.01x"
     return f"{a / b:.2f}x"
 
 

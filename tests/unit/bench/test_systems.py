@@ -1,5 +1,7 @@
-"""How the benchmark starts each operator: this operator's event loop can be chosen for an A/B, the peers' cannot."""
+"""The benchmark's command line and how it starts each operator: this operator's event loop can be chosen for an A/B
+(the peers' cannot), and a report is redrawn from any current directory."""
 
+import json
 import signal
 from pathlib import Path
 
@@ -47,3 +49,25 @@ def test_the_table_title_names_a_loop_other_than_the_default() -> None:
     assert "this operator with --event-loop=asyncio" in chosen
     default = report.markdown({"plan": {"ours_event_loop": "auto"}, "runs": runs})
     assert "--event-loop" not in default
+
+
+def test_report_redraws_from_a_path_relative_to_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import bench.__main__ as cli  # noqa: PLC0415
+
+    (tmp_path / "results").mkdir()
+    (tmp_path / "README.md").write_text(f"# Benchmark\n\n{report.BEGIN}\nold\n{report.END}\n")
+    runs = [{"system": "ours", "n": 10, "replicas": 1, "bulk_create": {"children_all_s": 1.0}}]
+    (tmp_path / "results" / "run.json").write_text(json.dumps({"plan": {}, "runs": runs}))
+    monkeypatch.setattr(cli, "BENCH_DIR", tmp_path)
+    monkeypatch.chdir(tmp_path)
+    handler = signal.getsignal(signal.SIGTERM)
+    try:
+        assert main(["report", "results/run.json", "--readme"]) == 0
+    finally:
+        signal.signal(signal.SIGTERM, handler)
+    readme = (tmp_path / "README.md").read_text()
+    assert "Latest run: [results/run.json](results/run.json)" in readme
+    assert "| all children exist (s) | — | 1.00 |" in readme
+    assert "old" not in readme
