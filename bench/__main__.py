@@ -1,6 +1,6 @@
 """``python -m bench``: run the benchmark, profile the operator, or redraw a report (`make bench` calls ``run``).
 
-    python -m bench run [--n 1000] [--zero 5000] [--rounds 1] [--systems raw,ours,go,kopf]
+    python -m bench run [--n 1000] [--zero 5000] [--rounds 1] [--systems raw,ours,go,kopf] [--event-loop asyncio]
     python -m bench profile [--n 1000]
     python -m bench report bench/results/<stamp>.json [--readme]
     python -m bench sharded [--n 10000] [--replicas 1,2,4] [--shards 8] [--client-side-too]  (bench/sharded.py)
@@ -28,7 +28,7 @@ from bench import charts, report, sharded
 from bench.progress import say
 from bench.runner import Plan, run_plan
 from bench.scenarios import SCENARIOS
-from bench.systems import SYSTEMS
+from bench.systems import EVENT_LOOPS, SYSTEMS
 from harness.paths import ROOT
 
 BENCH_DIR = ROOT / "bench"
@@ -89,6 +89,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         scenarios=tuple(s for s in args.scenarios.split(",") if s),
         log_dir=RESULTS / "logs" / stamp,
         partial=RESULTS / "logs" / stamp / "runs.partial.json",
+        event_loop=args.event_loop,
     )
     say(f"benchmark {stamp}: sizes {sizes}, {args.rounds} round(s), systems {systems}")
     results = asyncio.run(run_plan(plan))
@@ -98,7 +99,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    path = Path(args.json)
+    path = Path(args.json).resolve()  # the README's links are relative to bench/, whatever the current directory
     results = json.loads(path.read_text())
     if isinstance(results, list):  # runs.partial.json of an unfinished benchmark
         results = {"runs": results, "raw_best_concurrency": report.best_concurrency(results)}
@@ -111,7 +112,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from bench.profiling import profile  # noqa: PLC0415 - only this command needs py-spy
 
     RESULTS.mkdir(parents=True, exist_ok=True)
-    return profile(n=args.n, out_dir=RESULTS / "profile")
+    return profile(n=args.n, out_dir=RESULTS / "profile", tag=args.tag)
 
 
 def _interrupt(_signum: int, _frame: FrameType | None) -> None:
@@ -137,6 +138,11 @@ def main(argv: list[str] | None = None) -> int:
         default=",".join(SCENARIOS),
         help=f"operator scenarios to run (default all: {','.join(SCENARIOS)})",
     )
+    run.add_argument(
+        "--event-loop",
+        choices=EVENT_LOOPS,
+        help="this operator's --event-loop (default: not passed, so the operator's own default, auto)",
+    )
     run.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
     run.set_defaults(func=cmd_run)
     rep = sub.add_parser("report", help="redraw the table and charts of a results JSON")
@@ -145,6 +151,10 @@ def main(argv: list[str] | None = None) -> int:
     rep.set_defaults(func=cmd_report)
     prof = sub.add_parser("profile", help="py-spy and tracemalloc profile of this operator during bulk create")
     prof.add_argument("--n", type=int, default=1000)
+    prof.add_argument(
+        "--tag",
+        help="names the outputs profile-n<N>-<tag>.* (default: today's date and short commit; '' for profile-n<N>.*)",
+    )
     prof.set_defaults(func=cmd_profile)
     sharded.add_parser(sub, RESULTS)
     args = parser.parse_args(argv)

@@ -8,7 +8,9 @@ Two runs, each on a fresh cluster, with the same workload as the benchmark's bul
    WebServer) and again with N converged; the report lists the top allocation sites alive at N, the growth from
    idle to N per line and per package, and the first frame in webserver_operator that led to each allocation.
 
-tracemalloc slows the process, so run 2 measures memory only. Outputs go to bench/results/profile/.
+tracemalloc slows the process, so run 2 measures memory only. Outputs go to bench/results/profile/, named
+``profile-n<N>-<date>-<commit>.json``/``.md`` and ``pyspy-bulk-n<N>-<date>-<commit>.txt.gz`` (``profile_stem``), so
+a profile after a change sits next to the one before it instead of replacing it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import linecache
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -153,8 +156,25 @@ async def _with_cluster(n: int, label: str, body: Any) -> Result:
         cluster.down()
 
 
-async def cpu_profile(n: int, out_dir: Path) -> Result:
-    collapsed = out_dir / f"pyspy-bulk-n{n}.txt"
+def profile_stem(n: int, tag: str) -> str:
+    """``n1000-2026-11-24-abc1234``: the part of every output name that says which size, day and code it profiled."""
+    return f"n{n}-{tag}" if tag else f"n{n}"
+
+
+def default_tag() -> str:
+    """Today's date and the checkout's short commit (only the date outside a git checkout)."""
+    day = time.strftime("%Y-%m-%d")
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True, capture_output=True, text=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return day
+    return f"{day}-{commit}" if commit else day
+
+
+async def cpu_profile(n: int, out_dir: Path, stem: str) -> Result:
+    collapsed = out_dir / f"pyspy-bulk-{stem}.txt"
 
     async def body(ctx: Context) -> Result:
         spec = operator_spec("ours", ctx.cluster.kubeconfig)
@@ -281,12 +301,14 @@ def _markdown(n: int, cpu: Result, mem: Result) -> str:
     return "\n".join(lines) + "\n"
 
 
-def profile(*, n: int, out_dir: Path) -> int:
-    """Both runs, then ``profile-n<N>.json`` and ``profile-n<N>.md`` in ``out_dir``."""
+def profile(*, n: int, out_dir: Path, tag: str | None = None) -> int:
+    """Both runs, then ``profile-<stem>.json`` and ``.md`` in ``out_dir`` (stem: ``profile_stem``, tag by default
+    ``default_tag()``)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    cpu = asyncio.run(cpu_profile(n, out_dir))
+    stem = profile_stem(n, default_tag() if tag is None else tag)
+    cpu = asyncio.run(cpu_profile(n, out_dir, stem))
     mem = asyncio.run(memory_profile(n, out_dir))
-    (out_dir / f"profile-n{n}.json").write_text(json.dumps({"cpu": cpu, "memory": mem}, indent=1) + "\n")
-    (out_dir / f"profile-n{n}.md").write_text(_markdown(n, cpu, mem))
-    say(f"wrote {out_dir / f'profile-n{n}.md'}")
+    (out_dir / f"profile-{stem}.json").write_text(json.dumps({"cpu": cpu, "memory": mem}, indent=1) + "\n")
+    (out_dir / f"profile-{stem}.md").write_text(_markdown(n, cpu, mem))
+    say(f"wrote {out_dir / f'profile-{stem}.md'}")
     return 0

@@ -152,6 +152,8 @@ def _fmt(values: tuple[float | None, ...], digits: int | tuple[int, ...]) -> str
 def _ratio(a: float | None, b: float | None) -> str:
     if a is None or b is None or b == 0:
         return "—"
+    if 0 < a / b < 0.005:  # would print as 0.00x, which reads as "nothing" rather than "far smaller"
+        return "<0.01x"
     return f"{a / b:.2f}x"
 
 
@@ -210,11 +212,13 @@ def markdown(results: Result) -> str:
         plan = results.get("plan") or {}
         steady = plan.get("steady_seconds", 60)
         qps = plan.get("kcm_api_qps")
+        loop = plan.get("ours_event_loop")
         title = (
             f"**N = {n}, {replicas} replica(s) per WebServer** — medians of {max(rounds.values())} round(s), each "
             f"system on its own fresh cluster; raw limit at {best.get(str(n), '?')} requests in flight; 4 workers "
             f"per operator; steady state over {steady:.0f} s"
             + (f"; kube-controller-manager at {qps} requests/s (every system alike)" if qps else "")
+            + (f"; this operator with --event-loop={loop}" if loop and loop != "auto" else "")
         )
         head = "| | " + " | ".join(HEADERS[c] for c in COLUMNS) + " | ours/raw | ours/Go | ours/kopf |"
         lines = [title, "", head, "|" + " --- |" * (len(COLUMNS) + 4)]

@@ -37,6 +37,7 @@ class Plan:
     scenarios: tuple[str, ...] = SCENARIOS
     log_dir: Path = field(default_factory=lambda: Path("bench/results/logs"))
     partial: Path | None = None  # runs so far are written here after each run (a crash keeps what was measured)
+    event_loop: str | None = None  # this operator's --event-loop; None: its default (auto)
 
 
 def loadavg() -> list[float]:
@@ -52,7 +53,9 @@ def machine() -> Result:
     }
 
 
-async def one_run(system: str, config: Config, *, label: str, log_dir: Path, concurrency: int = 0) -> Result:
+async def one_run(
+    system: str, config: Config, *, label: str, log_dir: Path, concurrency: int = 0, event_loop: str | None = None
+) -> Result:
     """Fresh cluster, one system, all its scenarios; the cluster is deleted afterwards."""
     cluster = BenchCluster(nodes=nodes_for(config.n, config.replicas), node_port_range=node_port_range_for(config.n))
     say(f"{label}: fresh cluster with {cluster.nodes} kwok node(s)")
@@ -64,7 +67,7 @@ async def one_run(system: str, config: Config, *, label: str, log_dir: Path, con
             if system == "raw":
                 result.update(await raw_run(ctx, concurrency))
             else:
-                result.update(await operator_run(ctx, operator_spec(system, cluster.kubeconfig)))
+                result.update(await operator_run(ctx, operator_spec(system, cluster.kubeconfig, event_loop=event_loop)))
     except Exception as err:  # a failed run is recorded, the benchmark goes on
         result["error"] = f"{type(err).__name__}: {err}"
         say(f"{label}: FAILED: {result['error']}")
@@ -116,7 +119,7 @@ async def run_plan(plan: Plan) -> Result:
                         best_concurrency[n] = min(timed)[1]
                         say(f"N={n}: raw limit at {best_concurrency[n]} requests in flight")
                 elif system in OPERATORS:
-                    result = await one_run(system, config, label=base, log_dir=plan.log_dir)
+                    result = await one_run(system, config, label=base, log_dir=plan.log_dir, event_loop=plan.event_loop)
                     result["round"] = r
                     record(result)
     return {
@@ -133,6 +136,7 @@ async def run_plan(plan: Plan) -> Result:
             "scenarios": plan.scenarios,
             "workers": 4,
             "kcm_api_qps": KCM_API_QPS,
+            "ours_event_loop": plan.event_loop or "auto",
         },
         "raw_best_concurrency": {str(k): v for k, v in best_concurrency.items()},
         "runs": runs,

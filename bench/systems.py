@@ -1,7 +1,9 @@
 """The systems under test: how each operator is started, and how its requests are recognised in the audit log.
 
 Every operator runs as one process on this machine with the benchmark cluster's admin kubeconfig and 4 workers:
-- ``ours``: ``python -m webserver_operator run`` as users run it (JSON logs at INFO, the default), from .venv;
+- ``ours``: ``python -m webserver_operator run`` as users run it (JSON logs at INFO, the default), from .venv; on
+  the operator's default event loop (uvloop when installed) unless ``event_loop`` names one (``bench run
+  --event-loop``, for an A/B of the loops against the peers in one run);
 - ``go``: bench/peers/go, controller-runtime as kubebuilder scaffolds it, built by bench/peers/go/build.sh;
 - ``kopf``: bench/peers/kopf/operator.py under ``kopf run --standalone --all-namespaces``.
 ``raw`` is not an operator: bench/peers/go's ``raw`` command creates the same children directly.
@@ -23,6 +25,8 @@ from harness.process import Process
 WORKERS = 4
 OPERATORS = ("ours", "go", "kopf")
 SYSTEMS = ("raw", *OPERATORS)
+#: The operator's ``--event-loop`` choices (webserver_operator.core.settings.EventLoopChoice).
+EVENT_LOOPS = ("auto", "uvloop", "asyncio")
 
 
 def go_peer_binary() -> Path:
@@ -40,12 +44,17 @@ class OperatorSpec:
     user_agents: tuple[str, ...]
 
 
-def operator_spec(name: str, kubeconfig: Path) -> OperatorSpec:
+def operator_spec(name: str, kubeconfig: Path, *, event_loop: str | None = None) -> OperatorSpec:
+    """How to start operator ``name``; ``event_loop`` is passed to this operator as ``--event-loop`` (peers ignore it).
+
+    Without ``event_loop`` this operator chooses its loop as users get it (``auto``).
+    """
     python = sys.executable
+    if event_loop is not None and event_loop not in EVENT_LOOPS:
+        raise ValueError(f"unknown event loop {event_loop!r}: use one of {', '.join(EVENT_LOOPS)}")
     if name == "ours":
-        return OperatorSpec(
-            name, tuple(run_command(kubeconfig=kubeconfig, args=[f"--workers={WORKERS}"])), ("webserver-operator/",)
-        )
+        args = [f"--workers={WORKERS}", *([f"--event-loop={event_loop}"] if event_loop else [])]
+        return OperatorSpec(name, tuple(run_command(kubeconfig=kubeconfig, args=args)), ("webserver-operator/",))
     if name == "go":
         return OperatorSpec(
             name,

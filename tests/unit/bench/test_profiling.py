@@ -1,6 +1,6 @@
 """py-spy's collapsed stacks reduced to own and inclusive time per function and package."""
 
-from bench.profiling import analyse_collapsed
+from bench.profiling import analyse_collapsed, profile_stem
 
 ROOT = 'process 1:"python";thread (0x1);_run (asyncio/events.py:80)'
 RECONCILE = "reconcile (/r/webserver_operator/reconcile/reconciler.py:120)"
@@ -24,3 +24,9 @@ def test_own_inclusive_and_package_shares() -> None:
     assert packages["pydantic"] == 20.0
     assert packages["webserver_operator/reconcile"] == 20.0
     assert packages["json (stdlib)"] == 60.0
+
+
+def test_output_names_carry_size_and_tag_so_a_new_profile_never_replaces_an_old_one() -> None:
+    assert profile_stem(1000, "2026-11-24-abc1234") == "n1000-2026-11-24-abc1234"
+    assert profile_stem(1000, "") == "n1000"  # the names of profiles made before tags existed
+    assert profile_stem(1000, "a") != profile_stem(1000, "b")

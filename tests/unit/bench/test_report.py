@@ -98,3 +98,12 @@ def test_charts_draw_only_panels_with_data() -> None:
     assert dict(panels[0][1]) == {"raw": 1.0, "ours": 4.0, "go": 2.0, "kopf": 8.0}
     assert "repair of a deleted child p99 (ms)" not in [title for title, _ in panels]
     assert "all Ready (s)" in missing
+
+
+def test_a_ratio_too_small_for_two_decimals_is_not_shown_as_zero() -> None:
+    data = results()
+    data["runs"][2]["bulk_create"]["status_lag_ms"] = {"p50": 122.0, "p99": 471.0}
+    data["runs"][5]["bulk_create"]["status_lag_ms"] = {"p50": 35168.0, "p99": 66318.0}
+    text = report.markdown(data)
+    row = next(line for line in text.splitlines() if line.startswith("| status lag"))
+    assert row.endswith("| — | <0.01x | — |"), row
