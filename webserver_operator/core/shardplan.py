@@ -10,7 +10,8 @@ The rules (docs/scaling.md):
 
 - **Fair share** is ``ceil(shards / live replicas)``: with consistent views every shard has room at some replica,
   and no replica holds more than one shard beyond another.
-- **Below the share**, claim free shards (missing, released or expired Leases) up to it, all in one round.
+- **Below the share**, claim free shards (missing, released or expired Leases) up to it, all in one round; a claim
+  lost to another replica (its write came first) is made up from the next free shards in the same round.
 - **Above the share** (a replica joined), hand back one shard per round, after draining it: load moves in small steps
   and the joining replica takes each released Lease within about one retry period.
 - **Which shard**: each replica ranks shards by a rendezvous hash of (its identity, the shard), claims its highest
@@ -52,10 +53,15 @@ class ShardView:
 
 @dataclass(frozen=True)
 class Moves:
-    """Shards to claim now, and at most one shard to drain and hand back."""
+    """Shards to claim now, and at most one shard to drain and hand back.
+
+    ``spare``: the other free shards, in the order this replica wants them, to claim instead of one in ``claim`` that
+    another replica wrote first this round (its 409), so a lost race does not leave the share short for a round.
+    """
 
     claim: tuple[int, ...] = ()
     release: int | None = None
+    spare: tuple[int, ...] = ()
 
 
 def _rank(identity: str, shard: int) -> int:
@@ -74,5 +80,7 @@ def next_moves(view: ShardView) -> Moves:
     if len(view.held) > share:
         return Moves(release=_by_rank(view.identity, view.held)[-1])
     wanted = share - len(view.held)
+    if wanted <= 0:
+        return Moves()
     free = [shard for shard in _by_rank(view.identity, view.claimable - view.held) if 0 <= shard < view.shards]
-    return Moves(claim=tuple(free[:wanted]))
+    return Moves(claim=tuple(free[:wanted]), spare=tuple(free[wanted:]))

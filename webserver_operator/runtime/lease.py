@@ -193,19 +193,27 @@ class Lease:
         while not await self.try_acquire():
             await self._sleep(self._settings.retry_backoff.delay(0, rand=self._rand))
 
-    async def try_acquire(self) -> bool:
-        """One attempt: True when this process holds the Lease now (a shard loop decides itself when to try)."""
+    async def try_acquire(self, listed: Mapping[str, Any] | None = None) -> bool:
+        """One attempt: True when this process holds the Lease now (a shard loop decides itself when to try).
+
+        ``listed``: the Lease as a list just returned it (``None``: the list had none), used instead of a GET, so a
+        loop that lists many Leases claims each with one write; a stale record costs a 409, as a GET's would.
+        """
         try:
-            return await self._acquire_once()
+            return await self._acquire_once(listed, from_list=listed is not None)
         except (KubeError, TimeoutError) as error:
             self._log_failure("acquire", error)
             return False
 
-    async def _acquire_once(self) -> bool:
-        try:
-            observed: dict[str, Any] | None = await self._call("GET", self._path, budget=self._request_timeout)
-        except NotFound:
-            observed = None
+    async def _acquire_once(self, listed: Mapping[str, Any] | None = None, *, from_list: bool = False) -> bool:
+        observed: dict[str, Any] | None = None
+        if listed is not None:  # a list's items carry no apiVersion and kind; a PUT body does
+            observed = {"apiVersion": LEASES.api_version, "kind": LEASES.kind, **listed}
+        if not from_list:
+            try:
+                observed = await self._call("GET", self._path, budget=self._request_timeout)
+            except NotFound:
+                observed = None
         spec = _spec_of(observed)
         previous = holder_of(spec)
         if not self.observe(spec):

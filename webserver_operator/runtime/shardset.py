@@ -132,17 +132,22 @@ class ShardSet:
         except (KubeError, TimeoutError) as error:
             log.warning("shard round skipped: the Leases could not be read (%s); holding what is held", error)
             return
+        listed = _by_name(listing.get("items") or [])
         moves = next_moves(
             ShardView(
                 identity=self._group.identity,
                 shards=self._shards,
                 held=frozenset(self._holds),  # a slow renewal closes a fence for a while; the shard is still ours
-                claimable=self._claimable(listing.get("items") or []),
+                claimable=self._claimable(listed),
                 replicas=self._replicas,
             )
         )
-        for shard in moves.claim:
-            if await self._leases[shard].try_acquire():
+        wanted = len(moves.claim)
+        for shard in (*moves.claim, *moves.spare):
+            if wanted == 0:
+                break
+            if await self._leases[shard].try_acquire(listed.get(self._leases[shard].name)):
+                wanted -= 1
                 await self._gained(shard)
         if moves.release is not None:
             log.info(
@@ -159,16 +164,11 @@ class ShardSet:
         for shard in sorted(self._holds):
             await self._hand_back(shard)
 
-    def _claimable(self, items: list[dict[str, Any]]) -> frozenset[int]:
-        specs: dict[str, dict[str, Any]] = {}
-        for item in items:
-            name = str((item.get("metadata") or {}).get("name") or "")
-            spec = item.get("spec")
-            specs[name] = spec if isinstance(spec, dict) else {}
+    def _claimable(self, listed: dict[str, dict[str, Any]]) -> frozenset[int]:
         return frozenset(
             shard
             for shard, lease in enumerate(self._leases)
-            if shard not in self._holds and shard not in self._leaving and lease.observe(specs.get(lease.name))
+            if shard not in self._holds and shard not in self._leaving and lease.observe(_spec(listed.get(lease.name)))
         )
 
     async def _gained(self, shard: int) -> None:
@@ -197,3 +197,14 @@ class ShardSet:
             await hold
         await self._on_lost(shard)
         await self._leases[shard].release()
+
+
+def _by_name(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {str((item.get("metadata") or {}).get("name") or ""): item for item in items}
+
+
+def _spec(item: dict[str, Any] | None) -> dict[str, Any] | None:
+    if item is None:
+        return None
+    spec = item.get("spec")
+    return spec if isinstance(spec, dict) else {}

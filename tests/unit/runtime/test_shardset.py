@@ -13,12 +13,13 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.support.clock import ManualClock
-from tests.support.fake_api import FakeApi
+from tests.support.fake_api import FakeApi, status_error
 from webserver_operator.core.resources import LEASES
 from webserver_operator.core.settings import LeaseSettings
+from webserver_operator.core.shardplan import ShardView, next_moves
 from webserver_operator.core.shards import shard_index
 from webserver_operator.runtime.membership import LeaseGroup, Membership
-from webserver_operator.runtime.shardset import ShardSet
+from webserver_operator.runtime.shardset import SHARD_OF_LABEL, ShardSet
 
 NS = "ops"
 SETTINGS = LeaseSettings(lease_duration=15, renew_deadline=10, retry_period=2)
@@ -190,3 +191,30 @@ async def test_a_lost_shard_is_not_claimed_again_until_its_work_has_stopped() ->
     assert holders(api)["wso-shard-2"] == "a" and events[-1] == "+2"
     stopping.set()
     await shards.stop()
+
+
+async def test_a_claim_lost_to_another_replica_is_made_up_from_the_next_free_shard_in_the_same_round(
+    fleet: tuple[FakeApi, ManualClock, list[Replica]],
+) -> None:
+    """A dead replica's shards are free for every survivor at once; the one whose write comes second must not leave
+    its share short until the next round (that cost a takeover a whole retry period under chaos)."""
+    api, clock, replicas = fleet
+    a = await join(api, clock, replicas, "a")
+    await join(api, clock, replicas, "b")  # a live member that plays no round here: the fair share is 4
+    for shard in range(8):
+        api.put(
+            LEASES.path(namespace=NS),
+            {
+                "metadata": {"name": f"wso-shard-{shard}", "labels": {SHARD_OF_LABEL: "wso"}},
+                "spec": {"holderIdentity": ""},
+            },
+        )
+    first = next_moves(ShardView("a", 8, frozenset(), frozenset(range(8)), 2)).claim[0]
+    path = LEASES.path(namespace=NS, name=f"wso-shard-{first}")
+    api.fail("PUT", path, status_error(409, "Conflict", method="PUT", path=path))
+    api.calls.clear()
+    await a.set.round()
+    table = holders(api)
+    assert count(table, "a") == 4, table
+    assert table[f"wso-shard-{first}"] == "", "the shard whose claim lost the race stays with whoever wrote first"
+    assert not [c for c in api.calls if c.method == "GET" and "/leases/" in c.path], "the list's records are enough"
