@@ -33,6 +33,7 @@ from harness.audit import Request
 BASELINE_FACTOR = 1.5
 CATCH_UP_REQUESTS_PER_WEBSERVER = 4
 DEADLINE_SLACK = 1.0
+DEPOSED_RULE = "no write from a deposed leader"
 
 
 @dataclass
@@ -158,13 +159,20 @@ def figures(
     slots: int,
     webservers: int = 0,
     baseline_rate: float = 0.0,
+    handovers: list[str] | None = None,
+    shards: int = 1,
 ) -> Figures:
+    """The window's figures.
+
+    Sharded runs pass their shard ``handovers`` (the leader Lease's changes otherwise); a shard's handover is a
+    catch-up of that shard's WebServers only, so it weighs ``1 / shards`` of a leader change.
+    """
     inside = [r for r in requests if window.start <= r.received <= window.end]
     duration = max(window.end - window.start, 1.0)
     starts = sum(1 for i in incidents if i.kind == "started" and window.start <= i.time <= window.end)
     acc, rej = deposed
-    changes = leader_changes(timeline, window.start, window.end)
-    catch_ups = 1 + starts + len(changes)
+    changes = leader_changes(timeline, window.start, window.end) if handovers is None else handovers
+    catch_ups = 1 + starts + len(changes) / shards
     return Figures(
         requests=len(inside),
         rps_mean=len(inside) / duration,
@@ -187,9 +195,14 @@ def figures(
     )
 
 
-def rules(window: Window, fig: Figures) -> list[Rule]:
+def rules(window: Window, fig: Figures, *, leader: bool = True) -> list[Rule]:
+    """The common rules of a window.
+
+    ``leader=False`` (a sharded run, no leader) leaves out the deposed leader's: the per-shard rules of
+    ``shardverdicts`` take its place.
+    """
     recovered = window.canary is not None and window.backlog is not None
-    return [
+    found = [
         Rule(
             "recovered",
             recovered,
@@ -202,13 +215,14 @@ def rules(window: Window, fig: Figures) -> list[Rule]:
             f"(limit {fig.list_allowance})",
         ),
         Rule(
-            "no write from a deposed leader",
+            DEPOSED_RULE,
             not fig.deposed_writes,
             f"{len(fig.deposed_writes)} accepted, {len(fig.deposed_attempts)} rejected attempts",
         ),
         Rule("liveness never failed", not fig.liveness, f"{len(fig.liveness)} failed /healthz answers"),
         Rule("no unhandled exception", not fig.tracebacks, f"{len(fig.tracebacks)} tracebacks on stderr"),
     ]
+    return [r for r in found if leader or r.name != DEPOSED_RULE]
 
 
 def _secs(value: float | None) -> str:
