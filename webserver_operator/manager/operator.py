@@ -29,7 +29,7 @@ import os
 import signal
 import socket
 import uuid
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,12 +39,16 @@ from webserver_operator.kube.client import KubeClient
 from webserver_operator.kube.config import load_configuration
 from webserver_operator.manager.endpoints import ProbeServer
 from webserver_operator.manager.metrics_server import MetricsServer
-from webserver_operator.manager.probes import Heartbeat, Probes, cache_synced, watches_running
+from webserver_operator.manager.probes import Heartbeat, Probes, Watching, cache_synced, watches_running
 from webserver_operator.manager.settings import Settings
+from webserver_operator.manager.shards import ShardWork, run_sharded
 from webserver_operator.reconcile.setup import setup_webserver_controller
 from webserver_operator.runtime.cache import InformerCache
 from webserver_operator.runtime.controller import Controller
 from webserver_operator.runtime.lease import Lease
+from webserver_operator.runtime.membership import LeaseGroup, Membership
+from webserver_operator.runtime.shardcache import ShardedInformerCache
+from webserver_operator.runtime.shardset import ShardSet
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +73,15 @@ def _identity() -> str:
     A restarted process must never take over a Lease its previous incarnation still appears to hold.
     """
     return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+
+
+@dataclass(frozen=True)
+class _Sharded:
+    """With ``--shards`` > 1: the shards' work, their Leases and this replica's membership (``manager.shards``)."""
+
+    work: ShardWork
+    shardset: ShardSet
+    membership: Membership
 
 
 @dataclass(frozen=True)
@@ -136,7 +149,7 @@ class Operator:
         )
         return probes
 
-    async def _build(self, stack: contextlib.AsyncExitStack, probes: Probes) -> _Parts:
+    async def _build(self, stack: contextlib.AsyncExitStack, probes: Probes) -> _Parts | _Sharded:
         """Clients, informer cache, the leader Lease and the controller (declared by ``reconcile.setup``).
 
         Informers start on every replica. Three connection pools: requests (reconcile writes, Events), watches (each
@@ -159,20 +172,54 @@ class Operator:
             api.host,
             ", ".join(s.watch.namespaces) if s.watch.namespaces else "all namespaces",
         )
-        cache = InformerCache(watch_api, s.watch)
         writer = api.without_retries()
+        if s.leader_election.shards > 1:
+            return self._build_sharded(probes, watch_api=watch_api, lease_api=lease_api, writer=writer)
+        cache = InformerCache(watch_api, s.watch)
         lease = self._leader_lease(lease_api) if s.leader_election.leader_elect else None
         if lease is not None:
             fence = lease.fence
             writer = writer.gated(lambda _path: fence.why_not())
         controller = setup_webserver_controller(cache, api=writer, settings=s.controller)
-        for name, group in cache.groups.items():
-            probes.liveness[f"watch-{name}"] = watches_running(group)
-            probes.readiness[f"cache-{name}"] = cache_synced(group, name)
+        _probe_caches(probes, cache.groups)
         _background(stack, cache.run(), name="informers")
         if lease is not None:
             stack.push_async_callback(lease.release)  # first thing on the way out: the drain has ended by then
         return _Parts(cache=cache, controller=controller, lease=lease)
+
+    def _build_sharded(
+        self, probes: Probes, *, watch_api: KubeClient, lease_api: KubeClient, writer: KubeClient
+    ) -> _Sharded:
+        """Informers per held shard, the member and shard Leases, and the controller writing through their fences.
+
+        Nothing runs yet: ``manager.shards.run_sharded`` starts the rounds and the controller together, and stops
+        them (shards handed back, member Lease deleted) before the exit stack closes the clients.
+        """
+        s = self.settings
+        election = s.leader_election
+        cache = ShardedInformerCache(watch_api, s.watch, shards=election.shards)
+        membership = Membership(
+            LeaseGroup(
+                api=lease_api,
+                name=election.leader_election_id,
+                namespace=election.leader_election_namespace or _pod_namespace() or "default",
+                identity=_identity(),
+                settings=s.lease,
+            )
+        )
+        work = ShardWork(cache, drain_timeout=s.controller.drain_timeout)
+        shardset = ShardSet(membership, shards=election.shards, on_gained=work.gained, on_lost=work.lost)
+        controller = setup_webserver_controller(cache, api=writer.gated(shardset.why_not), settings=s.controller)
+        work.serve(controller)
+        _probe_caches(probes, cache.groups)
+        log.info(
+            "sharded: %d shards, Leases %s-shard-<i> held as %s",
+            election.shards,
+            election.leader_election_id,
+            membership.group.identity,
+            extra={"shards": election.shards, "identity": membership.group.identity},
+        )
+        return _Sharded(work=work, shardset=shardset, membership=membership)
 
     def _leader_lease(self, lease_api: KubeClient) -> Lease:
         election = self.settings.leader_election
@@ -184,7 +231,15 @@ class Operator:
             settings=self.settings.lease,
         )
 
-    async def _sync_acquire_and_lead(self, parts: _Parts) -> int:
+    async def _sync_acquire_and_lead(self, parts: _Parts | _Sharded) -> int:
+        if isinstance(parts, _Sharded):
+            return await run_sharded(
+                parts.work,
+                parts.shardset,
+                parts.membership,
+                stop_requested=self.stop_requested,
+                drain_timeout=self.settings.controller.drain_timeout,
+            )
         log.info("waiting for caches to sync")
         if not await self._until_stopped(parts.cache.synced()):
             return _EXIT_OK
@@ -213,6 +268,13 @@ class Operator:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         return False
+
+
+def _probe_caches(probes: Probes, groups: Mapping[str, Watching]) -> None:
+    """Liveness of every resource's watches, readiness once its cache has synced (with sharding: the held shards')."""
+    for name, group in groups.items():
+        probes.liveness[f"watch-{name}"] = watches_running(group)
+        probes.readiness[f"cache-{name}"] = cache_synced(group, name)
 
 
 def _background(stack: contextlib.AsyncExitStack, coro: Coroutine[Any, Any, None], *, name: str) -> None:

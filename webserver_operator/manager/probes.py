@@ -64,7 +64,7 @@ def run_checks(checks: dict[str, Check]) -> tuple[bool, str]:
     return healthy, "\n".join(lines) + "\n"
 
 
-class _Watching(Protocol):
+class Watching(Protocol):
     """What the checks read of a ``runtime.group.InformerGroup``."""
 
     @property
@@ -81,7 +81,7 @@ class _Informer(Protocol):
     def seconds_since_activity(self) -> float: ...
 
 
-def watches_running(group: _Watching) -> Check:
+def watches_running(group: Watching) -> Check:
     """Liveness of a group's watches: fails only when a watch task has died (a restart would bring it back).
 
     Watches cancelled by a shutdown have not died: the probes keep answering while the process stops.
@@ -101,7 +101,7 @@ def watches_running(group: _Watching) -> Check:
     return check
 
 
-def cache_synced(group: _Watching, name: str) -> Check:
+def cache_synced(group: Watching, name: str) -> Check:
     """Readiness: the group's first list is in its cache."""
 
     def check() -> tuple[bool, str]:

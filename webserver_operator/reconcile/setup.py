@@ -7,7 +7,8 @@
   instead of at their next slow requeue.
 - Bookkeeping on WebServer events: the ``webserver_operator_managed_webservers`` gauge, the per-WebServer
   ``webserver_operator_webserver_ready_status`` gauge, and the Event recorder forgetting a deleted WebServer's
-  de-duplication memory.
+  de-duplication memory. With sharding, a WebServer of a shard handed over (evicted from this replica's cache) is
+  forgotten the same way: the replica that holds its shard now publishes it.
 
 Called by ``manager.operator`` with the shared informer cache and the client; hands back the controller to run.
 """
@@ -26,7 +27,7 @@ from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.reconciler import Caches, WebServerReconciler
 from webserver_operator.reconcile.status import READY
 from webserver_operator.runtime.builder import ControllerBuilder
-from webserver_operator.runtime.cache import InformerCache
+from webserver_operator.runtime.cache import SharedCache
 from webserver_operator.runtime.controller import Controller
 from webserver_operator.runtime.enqueue import keys_on_delete
 
@@ -65,7 +66,7 @@ def publish_ready(event_type: EventType, obj: KubeObject) -> None:
 _published: dict[tuple[str, str], str] = {}
 
 
-def setup_webserver_controller(cache: InformerCache, *, api: ApiRequests, settings: ControllerSettings) -> Controller:
+def setup_webserver_controller(cache: SharedCache, *, api: ApiRequests, settings: ControllerSettings) -> Controller:
     """Declare the WebServer controller on ``cache`` and return it (not yet running).
 
     ``api`` is the client the reconciler writes with: the no-retry view, so the work queue does the backing off.
@@ -87,7 +88,12 @@ def setup_webserver_controller(cache: InformerCache, *, api: ApiRequests, settin
         metrics.MANAGED_WEBSERVERS.set(len(webservers))
         publish_ready(event_type, obj)
 
+    def evicted(obj: KubeObject) -> None:
+        """A WebServer of a shard handed to another replica: its series and Event memory are that replica's now."""
+        bookkeeping("DELETED", obj, None)
+
     webservers.add_handler(bookkeeping)
+    webservers.add_eviction_handler(evicted)
     controller = (
         ControllerBuilder(_CONTROLLER_NAME, cache, settings)
         .for_(WEBSERVERS)

@@ -4,8 +4,9 @@ For the primary resource, Owns its children, Watches anything else with a mappin
 
 Why a declaration: what wakes a reconciler is part of what the reconciler means, so it is written next to it
 (``reconcile.setup``), not spread through the process wiring. The builder turns the declaration into event handlers
-on the shared informer groups of ``runtime.cache.InformerCache``, each handler mapping an event to work-queue keys
-(``runtime.enqueue``), and hands back a ``runtime.controller.Controller`` that the manager runs while it leads.
+on the shared informer groups of the process's cache (``runtime.cache.SharedCache``), each handler mapping an event
+to work-queue keys (``runtime.enqueue``), and hands back a ``runtime.controller.Controller`` that the manager runs
+while it leads (with sharding: from the start, fed the held shards' keys).
 """
 
 from __future__ import annotations
@@ -16,10 +17,9 @@ from typing import Self
 from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import ControllerSettings
 from webserver_operator.core.vocabulary import EventHandler, EventType, KubeObject, ObjectKey
-from webserver_operator.runtime.cache import InformerCache
+from webserver_operator.runtime.cache import CacheGroup, SharedCache
 from webserver_operator.runtime.controller import Controller
 from webserver_operator.runtime.enqueue import KeyMapper, OrphanRule, keys_for_object, keys_for_owner
-from webserver_operator.runtime.group import InformerGroup
 from webserver_operator.runtime.result import Reconciler
 from webserver_operator.runtime.workqueue import WorkQueue
 
@@ -34,7 +34,7 @@ class _Watch:
 class ControllerBuilder:
     """``ControllerBuilder(name, cache, settings).for_(...).owns(...).watches(...).complete(reconciler)``."""
 
-    def __init__(self, name: str, cache: InformerCache, settings: ControllerSettings) -> None:
+    def __init__(self, name: str, cache: SharedCache, settings: ControllerSettings) -> None:
         self._name = name
         self._cache = cache
         self._settings = settings
@@ -73,7 +73,7 @@ class ControllerBuilder:
         if self._primary is None:
             raise ValueError(f"controller {self._name} needs for_() before complete()")
         queue: WorkQueue[ObjectKey] = WorkQueue(name=self._name)
-        primary: InformerGroup = self._cache.group(self._primary, label_selector=self._primary_selector)
+        primary: CacheGroup = self._cache.group(self._primary, label_selector=self._primary_selector)
         controller = Controller(
             self._name,
             reconciler,

@@ -12,11 +12,40 @@ Created by ``manager.operator``; ``reconcile.setup`` reads its groups as caches 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import Protocol
 
 from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import WatchSettings
-from webserver_operator.core.vocabulary import WatchApi
+from webserver_operator.core.vocabulary import EventHandler, KubeObject, KubeObjects, ObjectKey, WatchApi
 from webserver_operator.runtime.group import InformerGroup
+
+#: Called for each object a cache stops holding although it was not deleted (with sharding: its shard was handed
+#: over and another replica caches it now).
+EvictionHandler = Callable[[KubeObject], None]
+
+
+class CacheGroup(Protocol):
+    """What controllers declare on and read from, for one resource.
+
+    An ``InformerGroup``, or with sharding the ``runtime.shardcache.ShardedGroup`` view over the held shards' groups.
+    """
+
+    def add_handler(self, handler: EventHandler) -> None: ...
+
+    def add_eviction_handler(self, handler: EvictionHandler) -> None: ...
+
+    def get(self, key: ObjectKey, /) -> KubeObject | None: ...
+
+    def list(self, namespace: str | None = None) -> KubeObjects: ...
+
+    def __len__(self) -> int: ...
+
+
+class SharedCache(Protocol):
+    """The process's cache as controllers see it (``InformerCache``, or ``ShardedInformerCache`` with sharding)."""
+
+    def group(self, resource: Resource, *, label_selector: str | None = None) -> CacheGroup: ...
 
 
 class InformerCache:

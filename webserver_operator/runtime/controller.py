@@ -41,6 +41,8 @@ logger = logging.getLogger(__name__)
 
 _DEFAULT_RESYNC_PERIOD = 10 * 3600.0
 _METRICS_TICK_SECONDS = 1.0
+#: How often ``release`` looks whether the handed-over keys' reconciles have ended.
+_RELEASE_POLL_SECONDS = 0.02
 
 
 class Controller:
@@ -91,20 +93,39 @@ class Controller:
     def enqueue(self, key: ObjectKey, *, low_priority: bool = False) -> None:
         """Ask for ``key`` to be reconciled; ignored until the controller runs (``run`` enqueues everything).
 
-        ``low_priority``: after every normal key (see ``WorkQueue``).
+        ``low_priority``: after every normal key (see ``WorkQueue``). A key the queue does not admit is ignored too.
         """
         if self._running:
             self.queue.add(key, low_priority=low_priority)
 
-    def resync(self) -> int:
+    async def release(self, belongs: Callable[[ObjectKey], bool], *, drain_timeout: float) -> bool:
+        """Hand the keys for which ``belongs(key)`` over: drop them from the queue, wait for their reconciles to end.
+
+        Call once the queue stopped admitting them (``WorkQueue.admit``), so nothing queues them again. Waits up to
+        ``drain_timeout`` s for the reconciles in flight; returns False if some were still running then (their
+        writes are the caller's to stop, e.g. by revoking the fence that gates them).
+        """
+        self.queue.discard(belongs)
+        deadline = asyncio.get_running_loop().time() + max(drain_timeout, 0.0)
+        while self.queue.in_flight(belongs):
+            if asyncio.get_running_loop().time() >= deadline:
+                return False
+            await asyncio.sleep(_RELEASE_POLL_SECONDS)
+        return True
+
+    def resync(self, belongs: Callable[[ObjectKey], bool] | None = None) -> int:
         """Enqueue every object of the primary cache at low priority; returns how many keys were offered.
 
         Low, as controller-runtime queues its initial list and resyncs: a start or a periodic look at everything must
-        not delay a change that arrives meanwhile.
+        not delay a change that arrives meanwhile. ``belongs``: only the keys it accepts (a shard just synced).
         """
         if self.primary is None:
             return 0
-        keys = [object_key(obj) for obj in self.primary.list()]
+        keys = [
+            key
+            for key in map(object_key, self.primary.list())
+            if self.queue.admits(key) and (belongs is None or belongs(key))
+        ]
         for key in keys:
             self.queue.add(key, low_priority=True)
         return len(keys)

@@ -12,7 +12,7 @@ group as its cache and the manager's probes read ``died``/``has_synced``.
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import WatchSettings
@@ -91,6 +91,13 @@ class InformerGroup:
         Handlers added before ``run`` see the initial list as ADDED events; each runs even if another one raised.
         """
         self._handlers.append(handler)
+
+    def add_eviction_handler(self, handler: Callable[[KubeObject], None]) -> None:
+        """Accepted so that controllers declare alike on every cache; never called.
+
+        A group keeps its objects until they are deleted: only a sharded cache hands objects over
+        (``runtime.shardcache``).
+        """
 
     def _on_event(self, event_type: EventType, obj: KubeObject, old: KubeObject | None) -> None:
         for handler in self._handlers:

@@ -8,8 +8,9 @@ shard, named ``<group>-shard-<i>``: the same mechanism and the same fence as the
 
 What the holder of the set is told, through two callbacks, in this order and never concurrently for one shard:
 
-- ``on_gained(shard)`` once the shard's Lease is held: start that shard's informers and accept its keys. Writes for
-  the shard are allowed while ``lease(shard).fence`` is open.
+- ``on_gained(shard)`` once the shard's Lease is held: start that shard's informers and accept its keys (it must
+  return promptly: the Lease's renewals start after it). Writes for the shard are allowed while
+  ``lease(shard).fence`` is open; ``why_not(path)`` is that rule as the API client's write gate.
 - ``on_lost(shard)`` when the shard is handed back (after ``on_lost`` returns, its Lease is released: drain its
   in-flight reconciles there, stop its informers and drop its keys), and at once when its Lease was lost (a renew
   round failed or someone else holds it: the fence is already closed, so nothing of the shard's can be written).
@@ -28,7 +29,9 @@ from typing import Any
 
 from webserver_operator.core.resources import LEASES
 from webserver_operator.core.shardplan import ShardView, next_moves
+from webserver_operator.core.shards import shard_index
 from webserver_operator.kube.errors import KubeError
+from webserver_operator.kube.paths import parse_path
 from webserver_operator.runtime.lease import Lease, LeaseLost
 from webserver_operator.runtime.membership import Membership
 
@@ -69,10 +72,31 @@ class ShardSet:
         ]
         self._holds: dict[int, asyncio.Task[None]] = {}
         self._replicas = 1
+        self._stopping = False
+        self._round_lock = asyncio.Lock()
 
     def lease(self, shard: int) -> Lease:
         """The Lease of ``shard``: its ``fence`` gates that shard's writes."""
         return self._leases[shard]
+
+    def shard_of(self, namespace: str) -> int:
+        """The shard whose Lease covers objects in ``namespace``."""
+        return shard_index(namespace, self._shards)
+
+    def why_not(self, path: str) -> str | None:
+        """The write gate (``kube.gate.WriteCheck``): ``None`` while a write to ``path`` may leave, else why not.
+
+        The namespace in the path names the shard; that shard's Lease fence decides, exactly as the leader's fence
+        does without sharding. A write outside any namespace is covered by no shard Lease and never leaves.
+        """
+        info = parse_path(path)
+        namespace = info.namespace if info is not None else None
+        if not namespace:
+            return (
+                f"{path} is not in a namespace: with sharding, every write must be covered by the Lease of its "
+                "namespace's shard"
+            )
+        return self._leases[self.shard_of(namespace)].fence.why_not()
 
     @property
     def held(self) -> frozenset[int]:
@@ -80,10 +104,19 @@ class ShardSet:
         return frozenset(shard for shard in self._holds if self._leases[shard].is_held)
 
     async def run(self) -> None:
-        """Play a round every retry period (jittered) until cancelled; ``stop()`` hands the shards back."""
+        """Play a round every retry period (jittered) until ``stop_rounds`` (or cancellation); ``stop`` hands back."""
         while True:
-            await self.round()
+            async with self._round_lock:
+                if self._stopping:
+                    return
+                await self.round()
             await self._sleep(self._group.settings.retry_backoff.delay(0, rand=self._rand))
+
+    async def stop_rounds(self) -> None:
+        """Claim and hand back nothing more (a round in progress ends first); held shards stay held until ``stop``."""
+        self._stopping = True
+        async with self._round_lock:
+            pass
 
     async def round(self) -> None:
         """Look at the members and the shard Leases, then claim up to the fair share or hand one shard back."""
@@ -119,7 +152,8 @@ class ShardSet:
             await self._hand_back(moves.release)
 
     async def stop(self) -> None:
-        """Hand every held shard back (drained, then released); for a graceful shutdown."""
+        """Stop the rounds and hand every held shard back (drained, then released); for a graceful shutdown."""
+        await self.stop_rounds()
         for shard in sorted(self._holds):
             await self._hand_back(shard)
 

@@ -48,6 +48,10 @@ _DEFAULT_BASE_BACKOFF = 0.005
 _DEFAULT_MAX_BACKOFF = 300.0
 
 
+def _admit_all(_key: object) -> bool:
+    return True
+
+
 class WorkQueue(Generic[K]):
     """De-duplicating, delaying, rate-limited queue of keys; see the module docstring for the guarantees."""
 
@@ -83,6 +87,8 @@ class WorkQueue(Generic[K]):
 
         self._getters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._shutting_down = False
+        #: Which keys this queue takes (``admit``); every key unless told otherwise.
+        self.admits: Callable[[K], bool] = _admit_all
 
         self._m_depth = metrics.WORKQUEUE_DEPTH.labels(controller=name, name=name)
         self._m_adds = metrics.WORKQUEUE_ADDS.labels(controller=name, name=name)
@@ -101,7 +107,7 @@ class WorkQueue(Generic[K]):
         ``low_priority``: hand it out only when no normal-priority key waits. A normal add of a key queued low moves it
         up.
         """
-        if self._shutting_down:
+        if self._shutting_down or not self.admits(key):
             return
         if key in self._dirty:
             if not low_priority and key in self._low:
@@ -148,7 +154,7 @@ class WorkQueue(Generic[K]):
 
     def add_after(self, key: K, delay: float) -> None:
         """Add ``key`` after ``delay`` seconds; an earlier pending delayed add of the same key wins."""
-        if self._shutting_down:
+        if self._shutting_down or not self.admits(key):
             return
         if delay <= 0:
             self.add(key)
@@ -263,6 +269,47 @@ class WorkQueue(Generic[K]):
             self._m_work_duration.observe(self._clock() - started)
         if key in self._dirty and not self._shutting_down:
             self._push(key)
+
+    # -- handing keys over ---------------------------------------------------------------------------------------------
+
+    def admit(self, admits: Callable[[K], bool]) -> None:
+        """Take only the keys for which ``admits(key)`` from now on (with sharding: keys of the shards held here).
+
+        Checked on every add, delayed add and rate-limited add, so a reconcile that ends with a requeue cannot bring
+        back a key of a shard handed over meanwhile. Keys already in the queue stay until ``discard``.
+        """
+        self.admits = admits
+
+    def discard(self, belongs: Callable[[K], bool]) -> int:
+        """Forget every key for which ``belongs(key)``: queued, waiting on a delay, or due again after ``done``.
+
+        For a replica handing a shard over: its keys must not be reconciled here any more, and their backoff goes
+        with them (the next holder starts fresh). Keys being processed stay processing (see ``in_flight``) but are not
+        queued again when their worker calls ``done``. Returns how many keys were forgotten.
+        """
+        gone = {key for key in (*self._dirty, *self._waiting, *self._failures) if belongs(key)}
+        if not gone:
+            return 0
+        self._queued -= gone
+        self._low -= gone
+        self._dirty -= gone
+        for key in gone:
+            self._added_at.pop(key, None)
+            self._failures.pop(key, None)
+            self._waiting.pop(key, None)  # its heap entry is now superseded and skipped
+        self._queue = collections.deque(key for key in self._queue if key not in gone)
+        self._low_queue = collections.deque(key for key in self._low_queue if key not in gone)
+        self._m_depth.set(len(self._queued))
+        self._schedule_timer()
+        return len(gone)
+
+    def in_flight(self, belongs: Callable[[K], bool]) -> set[K]:
+        """The keys being processed (handed out by ``get``, no ``done`` yet) for which ``belongs(key)``."""
+        return {key for key in self._processing if belongs(key)}
+
+    def queued(self) -> frozenset[K]:
+        """The keys queued and ready now (for per-shard depth gauges; a copy)."""
+        return frozenset(self._queued)
 
     # -- lifecycle and introspection ----------------------------------------------------------------------------------
 

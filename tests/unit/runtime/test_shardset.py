@@ -16,6 +16,7 @@ from tests.support.clock import ManualClock
 from tests.support.fake_api import FakeApi
 from webserver_operator.core.resources import LEASES
 from webserver_operator.core.settings import LeaseSettings
+from webserver_operator.core.shards import shard_index
 from webserver_operator.runtime.membership import LeaseGroup, Membership
 from webserver_operator.runtime.shardset import ShardSet
 
@@ -131,3 +132,21 @@ async def test_stop_hands_every_shard_back(fleet: tuple[FakeApi, ManualClock, li
     assert set(holders(api).values()) == {""}
     assert sorted(e for e in a.events if e.startswith("-")) == sorted(f"-{s}" for s in range(8))
     assert a.set.held == frozenset()
+
+
+async def test_the_write_gate_follows_each_namespaces_shard_lease(
+    fleet: tuple[FakeApi, ManualClock, list[Replica]],
+) -> None:
+    api, clock, replicas = fleet
+    a, b = await join(api, clock, replicas, "a"), await join(api, clock, replicas, "b")
+    await a.set.round()
+    await b.set.round()
+    mine = next(f"team-{i}" for i in range(1000) if shard_index(f"team-{i}", 8) in a.set.held)
+    theirs = next(f"team-{i}" for i in range(1000) if shard_index(f"team-{i}", 8) in b.set.held)
+    assert a.set.why_not(f"/apis/apps/v1/namespaces/{mine}/deployments/web") is None
+    assert a.set.why_not(f"/api/v1/namespaces/{mine}/events") is None
+    refused = a.set.why_not(f"/apis/apps/v1/namespaces/{theirs}/deployments/web")
+    assert refused is not None and "not held" in refused, refused
+    assert a.set.why_not("/api/v1/namespaces") is not None, "a write outside any namespace has no shard Lease"
+    clock.advance(SETTINGS.renew_deadline)  # no renewal in time (the test never renews): every fence closes
+    assert a.set.why_not(f"/apis/apps/v1/namespaces/{mine}/deployments/web") is not None

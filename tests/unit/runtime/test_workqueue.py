@@ -314,3 +314,26 @@ async def test_a_low_key_re_queued_after_a_promotion_is_handed_out_once() -> Non
     assert len(q) == 0
     with pytest.raises(TimeoutError):
         await asyncio.wait_for(q.get(), 0.05)
+
+
+async def test_discard_forgets_a_shards_keys_queued_delayed_and_due_again_and_admit_keeps_them_out() -> None:
+    queue: WorkQueue[tuple[str, str]] = WorkQueue(name="discard-test")
+    mine, theirs = ("a", "1"), ("b", "1")
+    queue.add(("b", "2"), low_priority=True)
+    queue.add(theirs)
+    queue.add(mine)
+    queue.add_after(("b", "3"), 0.01)
+    queue.add_rate_limited(("b", "4"))
+    first = await queue.get()
+    assert first == theirs
+    queue.add(theirs)  # dirty while processing: due again at done()
+    queue.admit(lambda key: key[0] != "b")
+    assert queue.discard(lambda key: key[0] == "b") == 4
+    assert queue.in_flight(lambda key: key[0] == "b") == {theirs}
+    queue.done(theirs)
+    queue.add(("b", "5"))
+    queue.add_after(("b", "6"), 0.0)
+    await asyncio.sleep(0.05)  # the delayed adds would have come due by now
+    assert queue.queued() == frozenset({mine})
+    assert await queue.get() == mine
+    assert queue.num_requeues(("b", "4")) == 0, "the backoff left with the key"
