@@ -11,6 +11,7 @@ import random
 from dataclasses import replace
 
 import pytest
+import yaml
 
 from chaos import identity, shards
 from chaos.fencing import Tenure
@@ -31,6 +32,7 @@ from chaos.shardverdicts import (
     unfenced,
 )
 from harness.audit import Request
+from harness.paths import ROOT
 from webserver_operator.core import shards as operator_shards
 
 GROUP = "chaos-unit-leader"
@@ -205,3 +207,20 @@ def test_ownership_needs_one_live_fresh_holder_per_shard_and_shares_within_one()
     assert "shard 7: no Lease" in ownership(missing, shards=8, live={"op-a", "op-b", "op-c"}, now=100.0)[1]
     released = [*even[:7], view(7, "")]
     assert "shard 7: no holder" in ownership(released, shards=8, live={"op-a", "op-b", "op-c"}, now=100.0)[1]
+
+
+def test_the_audit_policy_records_every_lease_write_of_the_audited_replicas_with_its_body() -> None:
+    """The shard and member Leases have names no rule can list ahead: the policy must not limit Leases by name."""
+    policy = yaml.safe_load((ROOT / "hack" / "audit-policy.yaml").read_text())
+    group = f"system:serviceaccounts:{identity.AUDITED_NAMESPACE}"
+    first = next(
+        rule
+        for rule in policy["rules"]
+        if group in rule.get("userGroups", [group])
+        and any(
+            r.get("group") == "coordination.k8s.io" and "leases" in r.get("resources", [])
+            for r in rule.get("resources", [{"group": "coordination.k8s.io", "resources": ["leases"]}])
+        )
+    )
+    assert first["level"] == "RequestResponse" and "verbs" not in first
+    assert all("resourceNames" not in r for r in first.get("resources", []))
