@@ -5,32 +5,25 @@ echoes in ``metadata.shardInfo``; the server puts every namespace in the shard o
 (page by page) and watches, for a custom resource (WebServers) and a built-in one (ConfigMaps); and a server without
 the gate ignores the parameter, so the informers' client-side fallback is what keeps each cache to its shard.
 
-Both paths run in every `make test`: the session cluster serves the path its gate gives (on by default, see
-hack/cluster.sh), and the other path gets a second local control plane started next to it,
-``<CLUSTER_NAME>-off`` (or ``-on``) with ``SHARDED_LIST_WATCH`` set to match, after the session cluster is up, and
-stopped at the end unless it was already running (about 20 s). Each path: 12 namespaces, three in each of 4 shards,
-one informer per shard and resource, plus objects created and deleted after the informers synced (the watch path).
+Both paths run in every `make test` (the ``gate_cluster`` fixture, tests/integration/conftest.py: the session
+cluster serves the path its gate gives, a second local control plane the other, about 20 s to start). Each path: 12
+namespaces, three in each of 4 shards, one informer per shard and resource, plus objects created and deleted after
+the informers synced (the watch path).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import os
-import subprocess
-import urllib.parse
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness.paths import HACK
-from tests.integration.conftest import apply_crd
 from tests.support.cluster import Cluster, wait_until
 from tests.support.factories import webserver
+from tests.support.sharding import namespaces_per_shard, raw_list
 from webserver_operator import metrics
 from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import ClientSettings
@@ -48,81 +41,12 @@ CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 RESOURCES = (WEBSERVERS, CONFIGMAPS)
 
 
-def _gate_on(cluster: Cluster) -> bool:
-    """Whether the cluster's API server applies shard selectors (it echoes shardInfo on a sharded list)."""
-    answer = _raw_list(cluster, "/api/v1/namespaces", selector=shard_ranges(2)[0].selector, label_selector=None)
-    return "shardInfo" in answer["metadata"]
-
-
-def _raw_list(cluster: Cluster, path: str, *, selector: str | None, label_selector: str | None) -> dict[str, Any]:
-    query = {"limit": "500"}
-    if selector:
-        query["shardSelector"] = selector
-    if label_selector:
-        query["labelSelector"] = label_selector
-    out = cluster.kubectl("get", "--raw", f"{path}?{urllib.parse.urlencode(query, quote_via=urllib.parse.quote)}")
-    data: dict[str, Any] = json.loads(out.stdout)
-    return data
-
-
-@contextlib.contextmanager
-def _sibling_cluster(gate_on: bool) -> Iterator[Cluster]:
-    """A local control plane with the gate as asked, next to the session cluster; stopped if started here."""
-    base = os.environ.get("CLUSTER_NAME") or "webserver-operator"
-    env = dict(os.environ, CLUSTER_NAME=f"{base}-{'on' if gate_on else 'off'}", SHARDED_LIST_WATCH=str(int(gate_on)))
-    script = str(HACK / "cluster.sh")
-    running = subprocess.run([script, "status"], env=env, capture_output=True, timeout=60, check=False).returncode == 0
-    if not running:
-        up = subprocess.run([script, "up"], env=env, capture_output=True, text=True, timeout=900, check=False)
-        assert up.returncode == 0, f"{env['CLUSTER_NAME']}: hack/cluster.sh up failed:\n{up.stderr[-3000:]}"
-    try:
-        kubeconfig = subprocess.run([script, "kubeconfig"], env=env, capture_output=True, text=True, check=True)
-        yield Cluster(backend="local", kubeconfig=Path(kubeconfig.stdout.strip()), started_here=not running)
-    finally:
-        if not running and not os.environ.get("KEEP_CLUSTER"):
-            subprocess.run([script, "down"], env=env, capture_output=True, text=True, timeout=300, check=False)
-
-
-@pytest.fixture(scope="module", params=["server", "client"])
-def gate_cluster(request: pytest.FixtureRequest, cluster: Cluster, crd: str) -> Iterator[tuple[str, Cluster]]:
-    """``("server", a cluster with the gate on)`` and ``("client", one with it off)``."""
-    path: str = request.param
-    want_on = path == "server"
-    if want_on and os.environ.get("KUBERNETES_LINE") == "oldest":
-        pytest.skip(
-            "server-side shard filtering needs the ShardedListAndWatch gate, new in Kubernetes 1.36: the oldest line "
-            "tests the client-side path, and the same `make test` tests the server path on 1.36"
-        )
-    if _gate_on(cluster) == want_on:
-        yield path, cluster
-        return
-    with _sibling_cluster(want_on) as sibling:
-        assert _gate_on(sibling) == want_on, (
-            f"{sibling.kubeconfig}: the ShardedListAndWatch gate is {'off' if want_on else 'on'} on a cluster created "
-            f"for it to be {'on' if want_on else 'off'}: it was created with an older hack/kwokctl.yaml; stop it "
-            "with hack/cluster.sh down (same CLUSTER_NAME) and run again"
-        )
-        apply_crd(sibling)
-        yield path, sibling
-
-
-def _namespaces_per_shard(run: str) -> dict[int, list[str]]:
-    """PER_SHARD fresh namespace names for each shard (picked by our hash; the server is asked separately)."""
-    chosen: dict[int, list[str]] = {i: [] for i in range(SHARDS)}
-    while any(len(names) < PER_SHARD for names in chosen.values()):
-        name = f"t-shard-{run}-{uuid.uuid4().hex[:6]}"
-        names = chosen[shard_index(name, SHARDS)]
-        if len(names) < PER_SHARD:
-            names.append(name)
-    return chosen
-
-
 @pytest.fixture
 def spread(gate_cluster: tuple[str, Cluster]) -> Iterator[tuple[str, dict[int, list[str]]]]:
     """12 labelled namespaces (3 per shard), each with a WebServer and a ConfigMap carrying the run's label."""
     _, cluster = gate_cluster
     run = uuid.uuid4().hex[:6]
-    per_shard = _namespaces_per_shard(run)
+    per_shard = namespaces_per_shard(run, shards=SHARDS, per_shard=PER_SHARD)
     namespaces = [ns for names in per_shard.values() for ns in names]
     items: list[dict[str, Any]] = []
     for ns in namespaces:
@@ -159,7 +83,7 @@ def test_the_server_puts_every_namespace_in_the_shard_our_hash_says(
     everything = {ns for names in per_shard.values() for ns in names}
     for resource in RESOURCES:
         for shard in shard_ranges(SHARDS):
-            answer = _raw_list(cluster, resource.path(), selector=shard.selector, label_selector=f"shard-run={run}")
+            answer = raw_list(cluster, resource.path(), selector=shard.selector, label_selector=f"shard-run={run}")
             got = {item["metadata"]["namespace"] for item in answer["items"]}
             if path == "server":
                 # Kubernetes 1.36 echoes the selector on built-in lists only: a custom resource's list is an
@@ -174,7 +98,7 @@ def test_the_server_puts_every_namespace_in_the_shard_our_hash_says(
         # Every namespace the cluster has (kube-root-ca.crt is in each), whatever its name: the same shard both ways.
         placed: dict[str, int] = {}
         for shard in shard_ranges(SHARDS):
-            answer = _raw_list(cluster, CONFIGMAPS.path(), selector=shard.selector, label_selector=None)
+            answer = raw_list(cluster, CONFIGMAPS.path(), selector=shard.selector, label_selector=None)
             for item in answer["items"]:
                 placed[item["metadata"]["namespace"]] = shard.index
         assert everything <= placed.keys()

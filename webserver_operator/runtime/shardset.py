@@ -71,6 +71,8 @@ class ShardSet:
             for shard in range(shards)
         ]
         self._holds: dict[int, asyncio.Task[None]] = {}
+        #: Shards whose ``on_lost`` is still running: not claimed again until it has ended (it stops their informers).
+        self._leaving: set[int] = set()
         self._replicas = 1
         self._stopping = False
         self._round_lock = asyncio.Lock()
@@ -166,7 +168,7 @@ class ShardSet:
         return frozenset(
             shard
             for shard, lease in enumerate(self._leases)
-            if shard not in self._holds and lease.observe(specs.get(lease.name))
+            if shard not in self._holds and shard not in self._leaving and lease.observe(specs.get(lease.name))
         )
 
     async def _gained(self, shard: int) -> None:
@@ -180,7 +182,11 @@ class ShardSet:
         except LeaseLost:
             self._holds.pop(shard, None)
             log.error("lost shard %d: its work stops at once", shard)
-            await self._on_lost(shard)
+            self._leaving.add(shard)
+            try:
+                await self._on_lost(shard)
+            finally:
+                self._leaving.discard(shard)
 
     async def _hand_back(self, shard: int) -> None:
         hold = self._holds.pop(shard, None)

@@ -150,3 +150,43 @@ async def test_the_write_gate_follows_each_namespaces_shard_lease(
     assert a.set.why_not("/api/v1/namespaces") is not None, "a write outside any namespace has no shard Lease"
     clock.advance(SETTINGS.renew_deadline)  # no renewal in time (the test never renews): every fence closes
     assert a.set.why_not(f"/apis/apps/v1/namespaces/{mine}/deployments/web") is not None
+
+
+async def test_a_lost_shard_is_not_claimed_again_until_its_work_has_stopped() -> None:
+    """A Lease lost to a failed renewal may still be claimable at once (deleted, or still naming us); claiming it while
+    ``on_lost`` is still stopping the shard's informers would leave the new holder without them."""
+    api, clock = FakeApi(), ManualClock()
+    tick, stopping = asyncio.Event(), asyncio.Event()
+    events: list[str] = []
+
+    async def renewals(_: float) -> None:
+        await tick.wait()
+        await asyncio.sleep(0.005)  # the fake API answers without suspending: give the test its turns
+
+    async def gained(shard: int) -> None:
+        events.append(f"+{shard}")
+
+    async def lost(shard: int) -> None:
+        events.append(f"-{shard}")
+        await stopping.wait()  # draining and stopping informers takes a while
+        events.append(f"-{shard} done")
+
+    membership = Membership(LeaseGroup(api, "wso", NS, "a", SETTINGS, clock))
+    await membership.lease.acquire()
+    shards = ShardSet(membership, shards=4, on_gained=gained, on_lost=lost, sleep=renewals)
+    await shards.round()
+    assert sorted(holders(api).values()) == ["a"] * 4
+    del api.collections[LEASES.path(namespace=NS)]["wso-shard-2"]  # e.g. deleted by a person
+    tick.set()
+    await asyncio.sleep(0.05)  # a few renewal rounds: shard 2's finds its Lease gone
+    tick.clear()
+    assert "-2" in events and "-2 done" not in events
+    await shards.round()
+    assert "wso-shard-2" not in holders(api), "not claimed while its on_lost runs"
+    stopping.set()
+    await asyncio.sleep(0.01)
+    assert events[-1] == "-2 done"
+    await shards.round()
+    assert holders(api)["wso-shard-2"] == "a" and events[-1] == "+2"
+    stopping.set()
+    await shards.stop()
