@@ -219,8 +219,9 @@ def render(result: Result, *, command: str) -> str:
         "# Reliability under real faults",
         "",
         f"Produced by `{command}` on {when} ({took / 60:.1f} minutes; {os.cpu_count()} cores, "
-        f"{platform.python_implementation()} {platform.python_version()}). Regenerate with the same command; the "
-        f"analysis at the end is kept. Overall: {_overall(result)}.",
+        f"{platform.python_implementation()} {platform.python_version()}). Regenerate with the same command; "
+        + ("only this block of the file is replaced" if cfg.sharded else "the analysis at the end is kept")
+        + f". Overall: {_overall(result)}.",
         "",
         *_harness_failure(result),
         *(_sharded_text(cfg) if cfg.sharded else _unsharded_text(cfg)),

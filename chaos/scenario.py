@@ -199,7 +199,8 @@ async def _faults(h: Harness, windows: list[Window], progress: Progress) -> Harn
         label = f"fault {number}/{len(faults)} {name}"
         window = Window(name, fault.title, start=time.time(), cap=h.cfg.cap, on_step=lambda s: progress(f"  - {s}"))
         async with Phase(label, traceback_dir=h.workdir, window=window, limit=FAULT_LIMIT) as phase:
-            window.step("wait for calm: every component and replica running, a leader elected")
+            calm = "every shard held once, shares within one" if h.cfg.sharded else "a leader elected"
+            window.step(f"wait for calm: every component and replica running, {calm}")
             fixed = await h.steady()
             window.start = time.time()
             window.notes += [f"before the fault: {f}" for f in fixed]
