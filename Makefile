@@ -133,7 +133,7 @@ chaos-short: venv tools ## Only the short chaos run of `make test` (20 WebServer
 CHAOS_ARGS ?=
 
 .PHONY: chaos
-chaos: venv tools ## Chaos run (not in `make test`): 200 WebServers under churn while etcd, the API server, the network and the operator fail; writes docs/reliability.md. CHAOS_ARGS="--faults a,b" for a subset.
+chaos: venv tools ## Chaos run (not in `make test`): 200 WebServers under churn while etcd, the API server, the network and the operator fail; writes docs/reliability.md. CHAOS_ARGS="--faults a,b" for a subset; CHAOS_ARGS="--preset sharded" for 3 replicas with --shards 8 (shard-kill, shard-freeze, shard-apiserver-restart, shard-scale).
 	chaos/tools.sh build
 	$(PY) -m chaos $(CHAOS_ARGS)
 

@@ -13,6 +13,8 @@ audit-log reader and process runner are the shared ``harness`` package's. Module
 (etcd/kube-apiserver processes), ``toxiproxy`` (asyncio client of the TCP-fault proxy) and ``toxiserver`` (its
 process), ``identity`` (ServiceAccounts, RBAC, API Priority and Fairness), ``replica`` (operator processes),
 ``workload`` (the churn), ``observe`` (cluster state), ``verdicts`` (figures and pass/fail), ``fencing`` (the
-zero-slack Lease-expiry rule), ``faults`` and ``trust`` (the faults with their own verdicts), ``failure`` (harness
-failures), ``scenario`` (the run) and ``report`` (the Markdown tables).
+zero-slack Lease-expiry rule), ``faults`` and ``trust`` (the faults with their own verdicts), ``shards``,
+``shardverdicts`` and ``shardfaults`` (the sharded run of ``--shards``: each namespace's shard, the per-shard Lease
+verdicts, the sharded faults), ``failure`` (harness failures), ``scenario`` (the run) and ``report`` (the Markdown
+tables).
 """

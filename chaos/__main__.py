@@ -5,6 +5,12 @@ etcd and the API server and leaves 200 WebServers' worth of history; it must nev
 session. The cluster is created fresh (so the audit log and etcd start empty) with enough kwok nodes for the pods,
 and deleted at the end unless ``--keep-cluster``.
 
+``--preset sharded`` (or naming only sharded faults, ``--faults shard-kill,...``) runs the sharded scenario of issue 18
+and writes its report into its own block of docs/reliability.md (``report.write_block``), leaving the full run's
+report around it as it is. ``--cluster-name`` (default ``$CHAOS_CLUSTER_NAME``, else ``webserver-operator-chaos``)
+names the dedicated cluster when several people share a machine: it is deleted and created again, so never give it
+the name of a cluster in use.
+
 Exit codes: 0 every verdict passed, 1 the run completed and some verdict failed (the report says which), 2 the
 harness itself could not run or could not finish: the message says where (phase, fault, step, time) and the report
 still holds every fault measured before it, the aborted one marked.
@@ -24,7 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from chaos import report
-from chaos.scenario import FULL, SHORT, Result, run, with_faults
+from chaos.scenario import FULL, SHARDED, SHORT, Result, run, with_faults
 from harness.paths import ROOT
 
 CLUSTER_NAME = "webserver-operator-chaos"
@@ -43,22 +49,34 @@ def _hack(*args: str, env: dict[str, str]) -> str:
     return result.stdout.strip()
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m chaos", description=__doc__.splitlines()[0])
-    parser.add_argument("--preset", choices=("full", "short"), default="full", help="full (default) or short")
+    parser.add_argument(
+        "--preset", choices=("full", "short", "sharded"), default="full", help="full (default), short or sharded"
+    )
     parser.add_argument("--faults", default="", help="comma-separated subset of the faults, in order")
     parser.add_argument("--webservers", type=int, default=0, help="override the number of WebServers")
     parser.add_argument("--report", default="docs/reliability.md", help="report path ('' to skip)")
     parser.add_argument("--keep-cluster", action="store_true", help="leave the chaos cluster running at the end")
     parser.add_argument("--nodes", type=int, default=6, help="kwok nodes (110 pods each)")
     parser.add_argument(
+        "--cluster-name",
+        default=os.environ.get("CHAOS_CLUSTER_NAME") or CLUSTER_NAME,
+        help="the dedicated cluster (deleted and created afresh: never one in use)",
+    )
+    parser.add_argument(
         "--operator-source",
         default="",
         help="directory holding another version's webserver_operator package to run instead of this checkout's",
     )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
 
-    config = FULL if args.preset == "full" else SHORT
+    config = {"full": FULL, "short": SHORT, "sharded": SHARDED}[args.preset]
     if args.faults:
         try:
             config = with_faults(config, [f.strip() for f in args.faults.split(",") if f.strip()])
@@ -71,8 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         if not (source / "webserver_operator" / "__init__.py").is_file():
             parser.error(f"--operator-source {source} holds no webserver_operator package")
         config = replace(config, operator_source=source)
-    env = {**os.environ, "CLUSTER_NAME": CLUSTER_NAME, "NODES": str(args.nodes)}
-    _progress(f"fresh cluster {CLUSTER_NAME} ({args.nodes} kwok nodes)")
+    env = {**os.environ, "CLUSTER_NAME": args.cluster_name, "NODES": str(args.nodes)}
+    _progress(f"fresh cluster {args.cluster_name} ({args.nodes} kwok nodes)")
     for attempt in (1, 2, 3):
         _hack("cluster.sh", "down", env=env)
         try:
@@ -107,7 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.report:
         path = ROOT / args.report
-        report.write(path, report.render(result, command=command))
+        if result.config.sharded:
+            report.write_block(path, report.render(result, command=command))
+        else:
+            report.write(path, report.render(result, command=command))
         _progress(f"report written to {path}")
     print(report.summary(result), file=sys.stderr)  # noqa: T201
     return exit_code(result)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from chaos import identity, trust
+from chaos import identity, shardfaults, trust
 from chaos.harness import SLOTS, Harness, other_slot
 from chaos.verdicts import Rule, Window
 from harness.audit import Request
@@ -356,6 +356,7 @@ class Fault:
     run: FaultFn
     after: Callable[[Harness, Window], None] | None = None  # figures that need the finished window
     judge: Judge | None = None  # rules of this fault only, judged with the common ones
+    sharded: bool = False  # runs only in a sharded run (``--shards``; the ``sharded`` preset), and only it runs there
 
 
 FAULTS: dict[str, Fault] = {
@@ -402,5 +403,33 @@ FAULTS: dict[str, Fault] = {
         ),
         Fault("40-namespaces", "40 watched namespaces (--namespaces)", many_namespaces),
         Fault("combined", "combined: APF + latency + etcd freeze + reset + leader kill", combined),
+        Fault(
+            "shard-kill",
+            "sharded: the replica holding the most shards killed (-9), its slot kept down past its Leases",
+            shardfaults.shard_kill,
+            judge=shardfaults.judge_kill,
+            sharded=True,
+        ),
+        Fault(
+            "shard-freeze",
+            "sharded: the replica holding the most shards frozen (SIGSTOP) past its Leases, then SIGCONT",
+            shardfaults.shard_freeze,
+            judge=shardfaults.judge_freeze,
+            sharded=True,
+        ),
+        Fault(
+            "shard-apiserver-restart",
+            "sharded: kube-apiserver restarted",
+            apiserver_restart,
+            judge=shardfaults.judge_window,
+            sharded=True,
+        ),
+        Fault(
+            "shard-scale",
+            "sharded: scale 3 -> 4 -> 2 (a fourth replica started, then two stopped with SIGTERM at once)",
+            shardfaults.shard_scale,
+            judge=shardfaults.judge_scale,
+            sharded=True,
+        ),
     )
 }

@@ -25,14 +25,31 @@ bodies of the audited replicas' Lease writes, ``hack/audit-policy.yaml``):
 All timestamps are wall-clock microseconds of one machine: the replicas, the API server and the harness share its
 clock, so no skew enters the comparison.
 
-Used by ``trust`` (the leader-freeze verdict); pure, tested in ``tests/unit/chaos/test_fencing.py``.
+With one Lease per shard (``--shards``), the same rule holds per shard Lease, with one addition: a replica that hands
+a shard back releases its Lease (a successful write clearing ``holderIdentity``), and from the moment the API server
+stored that release its grant no longer covers anything, however far its ``renewTime + leaseDurationSeconds`` lies
+ahead. A grant together with that end is a **tenure** (``tenures``); ``shardverdicts`` judges every shard's writes by
+them. The writer of a grant can be told apart more finely than by ServiceAccount: ``tenures`` takes a function naming
+the writer of a request, which the sharded verdicts make the slot's incarnation (a process restarted in the same slot
+is another replica and inherits nothing).
+
+Used by ``trust`` (the leader-freeze verdict) and ``shardverdicts``; pure, tested in
+``tests/unit/chaos/test_fencing.py`` and ``tests/unit/chaos/test_shardverdicts.py``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.audit import Request
+
+Writer = Callable[[Request], str]
+"""Names who sent a request (by default its user, the slot's ServiceAccount)."""
+
+
+def by_user(r: Request) -> str:
+    return r.user
 
 
 @dataclass(frozen=True)
@@ -96,3 +113,41 @@ def late_writes(
         if grant is None or w.received > grant.expires:
             (accepted if w.ok else rejected).append(Late(w, grant))
     return accepted, rejected
+
+
+@dataclass(frozen=True)
+class Tenure:
+    """One grant of a Lease and the moment it stopped covering its writer: expiry, or an earlier release."""
+
+    grant: Grant
+    writer: str
+    released: float | None = None  # when the API server stored the same writer's release (holderIdentity cleared)
+
+    @property
+    def end(self) -> float:
+        return self.grant.expires if self.released is None else min(self.grant.expires, self.released)
+
+
+def tenures(timeline: list[Request], *, writer: Writer = by_user) -> list[Tenure]:
+    """The grants of one Lease (``timeline``: its successful writes), each ended by expiry or by its writer's release.
+
+    A release (a successful write with an empty ``holderIdentity``) ends every earlier grant of the same writer.
+    """
+    ordered = sorted(timeline, key=lambda r: r.completed)
+    found: list[tuple[Grant, str]] = []
+    released: dict[int, float] = {}
+    for r in ordered:
+        who = writer(r)
+        if r.lease_holder and r.lease_renew_time is not None and r.lease_duration is not None:
+            found.append((Grant(r.user, r.lease_holder, r.completed, r.lease_renew_time, r.lease_duration), who))
+        elif r.lease_holder == "":
+            for i, (_, w) in enumerate(found):
+                if w == who and i not in released:
+                    released[i] = r.completed
+    return [Tenure(g, w, released.get(i)) for i, (g, w) in enumerate(found)]
+
+
+def covering_tenure(found: list[Tenure], *, writer: str, at: float) -> Tenure | None:
+    """The latest tenure of ``writer`` whose grant the API server had stored before ``at``."""
+    mine = [t for t in found if t.writer == writer and t.grant.completed < at]
+    return mine[-1] if mine else None

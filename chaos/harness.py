@@ -9,6 +9,12 @@ tokens; a toxiproxy proxy per replica; foreign objects the operator must leave a
 that merely share a WebServer's name, and a Deployment carrying the operator's labels but controlled by something
 else), each with its namesake WebServer; a canary WebServer nobody else touches; the replicas; then the WebServers.
 Teardown stops the replicas and the proxy and deletes what the run created (the namespaces, RBAC, APF objects).
+
+Sharded runs (``RunConfig.shards`` > 1, the ``sharded`` preset of ``scenario``): the replica slots are
+``RunConfig.slots`` plus ``spare_slots`` (ServiceAccount, token and proxy made at setup, the process started only when
+a fault scales up: ``start_spare``); ``retire`` stops a slot for good (SIGTERM, no restart). The namespaces get random
+names spread evenly over the shards (``shards.spread_namespaces``), and "calm" means every shard held by one live
+replica with shares within one (``settled``) instead of "a leader elected".
 """
 
 from __future__ import annotations
@@ -21,14 +27,16 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from chaos import identity
+from chaos import identity, shards
 from chaos.controlplane import ControlPlane
 from chaos.identity import AUDITED_NAMESPACE, ServiceAccountDir, Token
 from chaos.observe import Foreign, backlog_recovery, canary_recovery, duplicates, leftovers, read_state, unconverged
 from chaos.replica import Replica, ReplicaConfig
+from chaos.shardverdicts import LeaseView, ownership, shard_lease
 from chaos.toxiproxy import Toxiproxy
 from chaos.toxiserver import ToxiproxyServer
 from chaos.verdicts import Window
@@ -74,6 +82,17 @@ class RunConfig:
     etcd_freeze: float = 10.0
     seed: int = 1
     operator_source: Path | None = None  # another checkout's webserver_operator (e.g. to compare two versions)
+    slots: tuple[str, ...] = SLOTS  # the replica slots started at setup
+    spare_slots: tuple[str, ...] = ()  # slots prepared at setup, started by a fault (``Harness.start_spare``)
+    shards: int = 1  # --shards: above 1 there is no leader, each replica holds its share of the shard Leases
+
+    @property
+    def sharded(self) -> bool:
+        return self.shards > 1
+
+    @property
+    def all_slots(self) -> tuple[str, ...]:
+        return self.slots + self.spare_slots
 
     def operator_args(self, lease: str, namespaces: list[str]) -> list[str]:
         args = [
@@ -87,6 +106,8 @@ class RunConfig:
             f"--watch-timeout={self.watch_timeout}",
             f"--watch-stall-timeout={self.watch_stall_timeout}",
         ]
+        if self.sharded:
+            args.append(f"--shards={self.shards}")
         if not self.watch_all:
             args.append(f"--namespaces={','.join(namespaces)}")
         return args
@@ -110,12 +131,17 @@ class Harness:
     slack_at: list[tuple[float, float, float]] = field(default_factory=list)
     setup_figures: dict[str, str] = field(default_factory=dict)
     retired_incidents: list[Any] = field(default_factory=list)
+    spares: dict[str, Replica] = field(default_factory=dict)  # prepared slots not started yet (sharded runs)
+    retired: dict[str, Replica] = field(default_factory=dict)  # slots stopped for good by a fault (sharded runs)
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.cfg.seed)
         self.prefix = f"chaos-{self.run_id}"
         self.lease = f"{self.prefix}-leader"
-        self.namespaces = [f"{self.prefix}-{i:02d}" for i in range(self.cfg.namespaces)]
+        if self.cfg.sharded:
+            self.namespaces = shards.spread_namespaces(self.prefix, self.cfg.namespaces, self.cfg.shards, self.rng)
+        else:
+            self.namespaces = [f"{self.prefix}-{i:02d}" for i in range(self.cfg.namespaces)]
         self.canary_ns = self.namespaces[0]
         self.run_label = f"{RUN_LABEL}={self.run_id}"
         self.cp = ControlPlane(self.cluster_dir, etcdctl=self.bin_dir / "etcdctl")
@@ -132,6 +158,7 @@ class Harness:
             rng=self.rng,
         )
         self.stop_churn = asyncio.Event()
+        self.ownership_text = "not read yet"
         self.churn_task: asyncio.Task[None] | None = None
 
     @property
@@ -179,11 +206,13 @@ class Harness:
                 "metadata": {"name": ns, "labels": {RUN_LABEL: self.run_id}},
             }
             await self.api.apply_object("/api/v1/namespaces", body)
-        sas = [self.serviceaccount(s) for s in SLOTS]
-        await identity.grant(self.api, prefix=self.prefix, serviceaccounts=sas, lease_name=self.lease)
+        sas = [self.serviceaccount(s) for s in self.cfg.all_slots]
+        await identity.grant(
+            self.api, prefix=self.prefix, serviceaccounts=sas, lease_name=self.lease, shard_leases=self.cfg.sharded
+        )
         self.toxiserver = await ToxiproxyServer.start(log_path=self.workdir / "toxiproxy.log")
         upstream = self.endpoint.server.removeprefix("https://")
-        for slot in SLOTS:
+        for slot in self.cfg.all_slots:
             port = await self.toxi.add_proxy(slot, upstream)
             token = await identity.issue_token(
                 self.api, self.serviceaccount(slot), secret=f"{self.serviceaccount(slot)}-1"
@@ -208,7 +237,7 @@ class Harness:
                     ca_file=self.endpoint.require_ca_file(),
                     token=token.value,
                 )
-            self.replicas[slot] = Replica(config, self.workdir)
+            (self.replicas if slot in self.cfg.slots else self.spares)[slot] = Replica(config, self.workdir)
         await self._plant_foreign()
         per_ns = max(1, self.cfg.webservers // len(self.namespaces))
         for i in range(self.cfg.webservers):
@@ -229,7 +258,10 @@ class Harness:
         for replica in self.replicas.values():
             if not await asyncio.to_thread(replica.wait_ready, 60):
                 raise RuntimeError(f"replica {replica.slot} not ready within 60s; its logs are in {self.workdir}")
-        await self.wait_leader(60)
+        if self.cfg.sharded:
+            await self.wait_settled(60)
+        else:
+            await self.wait_leader(60)
         self.setup_figures["operators ready (s)"] = f"{time.time() - started:.1f}"
         created = time.time()
         took = await self.churn.bulk_create(self.slots)
@@ -362,15 +394,90 @@ class Harness:
         return slot
 
     async def steady(self) -> list[str]:
-        """Before a fault: every component and replica running, a leader elected; returns what had to be fixed."""
+        """Before a fault: every component and replica running, a leader elected; returns what had to be fixed.
+
+        Sharded: every shard held by one live replica, shares within one, instead of a leader.
+        """
         fixed = [f"{name} restarted" for name in await asyncio.to_thread(self.cp.ensure_running)]
         await self.api_ready(60)
         for replica in self.replicas.values():
             if not await asyncio.to_thread(replica.wait_ready, 60):
                 fixed.append(f"{replica.slot} not ready after 60s")
-        if await self.wait_leader(60) is None:
+        if self.cfg.sharded:
+            if await self.wait_settled(120) is None:
+                fixed.append(f"shards not settled after 120s: {self.ownership_text}")
+        elif await self.wait_leader(60) is None:
             fixed.append("no leader after 60s")
         return fixed
+
+    # -- shards (sharded runs) ----------------------------------------------------------------------------------------
+
+    async def shard_leases(self) -> list[LeaseView]:
+        """The shard Leases as the API server has them now."""
+        base = f"/apis/coordination.k8s.io/v1/namespaces/{AUDITED_NAMESPACE}/leases"
+        views = []
+        for shard in range(self.cfg.shards):
+            lease = await self.api.get_or_none(f"{base}/{shard_lease(self.lease, shard)}")
+            if lease is None:
+                continue
+            spec = lease.get("spec") or {}
+            renew = spec.get("renewTime")
+            duration = spec.get("leaseDurationSeconds")
+            views.append(
+                LeaseView(
+                    shard=shard,
+                    holder=str(spec.get("holderIdentity") or ""),
+                    renew_time=_epoch(str(renew)) if renew else None,
+                    duration=float(duration) if isinstance(duration, int) else None,
+                )
+            )
+        return views
+
+    def live_slots(self) -> set[str]:
+        return {slot for slot, replica in self.replicas.items() if replica.alive()}
+
+    async def holders(self) -> dict[str, list[int]]:
+        """Which shards each slot holds now, per the Lease objects (unexpired grants only)."""
+        now = time.time()
+        held: dict[str, list[int]] = {}
+        for v in await self.shard_leases():
+            if v.holder and v.renew_time is not None and v.duration is not None and v.renew_time + v.duration >= now:
+                held.setdefault(v.holder.split("_", 1)[0], []).append(v.shard)
+        return held
+
+    async def check_settled(self) -> bool:
+        """Whether every shard is held by one live replica and the shares are within one (``ownership_text`` says)."""
+        try:
+            leases = await self.shard_leases()
+        except Exception as err:
+            self.ownership_text = f"cannot read the shard Leases: {err}"
+            return False
+        settled, self.ownership_text = ownership(
+            leases, shards=self.cfg.shards, live=self.live_slots(), now=time.time()
+        )
+        return settled
+
+    async def wait_settled(self, within: float) -> float | None:
+        """Seconds until ``check_settled`` holds (polled every 0.5 s), None if not within ``within``."""
+        start = time.time()
+        while time.time() - start < within:
+            if await self.check_settled():
+                return time.time() - start
+            await asyncio.sleep(0.5)
+        return None
+
+    async def start_spare(self, slot: str) -> Replica:
+        """Start the prepared slot ``slot`` (a replica added to the fleet)."""
+        replica = self.spares.pop(slot)
+        self.replicas[slot] = replica
+        replica.start()
+        return replica
+
+    async def retire(self, slot: str) -> int | None:
+        """Stop ``slot`` for good (SIGTERM, drain, no restart); its exit code."""
+        replica = self.replicas.pop(slot)
+        self.retired[slot] = replica
+        return await asyncio.to_thread(replica.stop)
 
     async def api_ready(self, within: float) -> float:
         """Seconds until the API server answers /readyz."""
@@ -416,7 +523,7 @@ class Harness:
 
     def incidents(self) -> list[Any]:
         found = list(self.retired_incidents)
-        for replica in self.replicas.values():
+        for replica in [*self.replicas.values(), *self.retired.values()]:
             found.extend(replica.incidents)
         found.sort(key=lambda i: i.time)
         return found
@@ -478,15 +585,33 @@ class Harness:
             await identity.unstarve(self.api)
             for ns in self.namespaces:
                 await self.api.delete(f"/api/v1/namespaces/{ns}")
-            await identity.revoke(self.api, prefix=self.prefix, serviceaccounts=[self.serviceaccount(s) for s in SLOTS])
+            slots = self.cfg.all_slots
+            await identity.revoke(self.api, prefix=self.prefix, serviceaccounts=[self.serviceaccount(s) for s in slots])
             audited = f"/api/v1/namespaces/{AUDITED_NAMESPACE}"
-            for slot in SLOTS:
+            for slot in slots:
                 for n in (1, 2):
                     await self.api.delete(f"{audited}/secrets/{self.serviceaccount(slot)}-{n}")
-            await self.api.delete(f"/apis/coordination.k8s.io/v1/namespaces/{AUDITED_NAMESPACE}/leases/{self.lease}")
+            leases = f"/apis/coordination.k8s.io/v1/namespaces/{AUDITED_NAMESPACE}/leases"
+            await self.api.delete(f"{leases}/{self.lease}")
+            for shard in range(self.cfg.shards if self.cfg.sharded else 0):
+                await self.api.delete(f"{leases}/{shard_lease(self.lease, shard)}")
+            if self.cfg.sharded:  # member Leases the replicas could not delete themselves (killed ones)
+                members = f"webserver-operator.dev/member-of={self.lease}"
+                for lease in await self.api.items(leases, labelSelector=members):
+                    await self.api.delete(f"{leases}/{lease['metadata']['name']}")
         finally:
             await self.api.__aexit__(None, None, None)
         return codes
 
     def kill(self, slot: str) -> bool:
         return self.replicas[slot].send(signal.SIGKILL)
+
+    def starts(self) -> dict[str, list[float]]:
+        """Each slot's user and when its processes were started (``shardverdicts.incarnation``)."""
+        every = {**self.replicas, **self.retired}
+        return {identity.username(self.serviceaccount(slot)): r.starts() for slot, r in every.items()}
+
+
+def _epoch(stamp: str) -> float:
+    """A Lease's MicroTime (``2026-11-24T20:01:02.123456Z``) as epoch seconds."""
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()

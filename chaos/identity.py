@@ -10,6 +10,12 @@ Tokens come from the TokenRequest API bound to a Secret, so deleting the Secret 
 how a rotation is made to bite. The audit log names each token by its ``JTI`` (``user.extra``), which tells which
 token a request used.
 
+Sharded replicas (``--shards``) hold a member Lease of their own and the shard Leases, whose names depend on the
+replica and the shard count, so the Lease rules limited by name do not cover them: ``grant(..., shard_leases=True)``
+adds a Role of this harness's own (``<prefix>-shards``: get, list, create, update, delete on Leases in the audited
+namespace, no names), the rule a sharded install needs. It lives here, not in config/rbac, so the unsharded runs keep
+judging the RBAC users install.
+
 API Priority and Fairness: ``starve`` installs a PriorityLevelConfiguration with zero nominal shares, no borrowing and
 ``Reject`` (the API server then runs at most one of its requests at a time and answers the rest 429 with
 Retry-After), and a FlowSchema that sends the replicas' ServiceAccounts to it.
@@ -45,8 +51,22 @@ def _rules(path: Path) -> list[dict[str, Any]]:
     return rules
 
 
-async def grant(api: KubeApi, *, prefix: str, serviceaccounts: list[str], lease_name: str) -> None:
-    """The ServiceAccounts, bound to the operator's ClusterRole rules and to the Lease Role in the audited namespace."""
+SHARD_LEASE_RULES = [
+    {
+        "apiGroups": ["coordination.k8s.io"],
+        "resources": ["leases"],
+        "verbs": ["get", "list", "create", "update", "delete"],
+    }
+]
+
+
+async def grant(
+    api: KubeApi, *, prefix: str, serviceaccounts: list[str], lease_name: str, shard_leases: bool = False
+) -> None:
+    """The ServiceAccounts, bound to the operator's ClusterRole rules and to the Lease Role in the audited namespace.
+
+    ``shard_leases``: also the Role for member and shard Leases (``SHARD_LEASE_RULES``) that sharded replicas need.
+    """
     await api.apply_object(
         "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": AUDITED_NAMESPACE}}
     )
@@ -81,6 +101,8 @@ async def grant(api: KubeApi, *, prefix: str, serviceaccounts: list[str], lease_
             {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa}},
         )
     role_ref = {"apiGroup": "rbac.authorization.k8s.io", "name": prefix}
+    if shard_leases:
+        await _namespaced_role(api, f"{prefix}-shards", SHARD_LEASE_RULES, subjects)
     await api.apply_object(
         f"{rbac}/clusterrolebindings",
         {
@@ -103,8 +125,29 @@ async def grant(api: KubeApi, *, prefix: str, serviceaccounts: list[str], lease_
     )
 
 
+async def _namespaced_role(
+    api: KubeApi, name: str, rules: list[dict[str, Any]], subjects: list[dict[str, str]]
+) -> None:
+    rbac = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{AUDITED_NAMESPACE}"
+    meta = {"name": name}
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta, "rules": rules}
+    await api.apply_object(f"{rbac}/roles", role)
+    await api.apply_object(
+        f"{rbac}/rolebindings",
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": meta,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": subjects,
+        },
+    )
+
+
 async def revoke(api: KubeApi, *, prefix: str, serviceaccounts: list[str]) -> None:
     rbac = "/apis/rbac.authorization.k8s.io/v1"
+    await api.delete(f"{rbac}/namespaces/{AUDITED_NAMESPACE}/rolebindings/{prefix}-shards")
+    await api.delete(f"{rbac}/namespaces/{AUDITED_NAMESPACE}/roles/{prefix}-shards")
     await api.delete(f"{rbac}/clusterrolebindings/{prefix}")
     await api.delete(f"{rbac}/clusterroles/{prefix}")
     await api.delete(f"{rbac}/namespaces/{AUDITED_NAMESPACE}/rolebindings/{prefix}")

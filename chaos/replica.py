@@ -2,7 +2,8 @@
 
 Why processes and not tasks: kill -9, SIGTERM drains, exit codes and tracebacks on stderr are what is judged, and a
 replica must be able to die at any instant. Each replica is a *slot* (``op-a``, ``op-b``): its process is restarted
-one second after it exits (exit 1 after a lost Lease is the operator's design, a crash is not), and every incarnation
+one second after it exits (exit 1 after a lost Lease is the operator's design, a crash is not; ``hold_down`` keeps it
+down longer once, for a replica that must stay dead past its Leases), and every incarnation
 runs as the slot's ServiceAccount with ``POD_NAME`` set to the slot name, so its Lease identity is
 ``<slot>_<random>`` and its requests carry the slot's user in the audit log.
 
@@ -94,6 +95,7 @@ class Replica:
     _current: _Incarnation | None = None
     _count: int = 0
     _stopping: bool = False
+    _hold_down: float = 0.0  # seconds the next restart waits instead of RESTART_DELAY (``hold_down``)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _threads: list[threading.Thread] = field(default_factory=list)
 
@@ -173,7 +175,9 @@ class Replica:
             if self._stopped():
                 return
             self._record("exited", f"exit code {code}" + (" (sent by the harness)" if inc.expected_exit else ""))
-            time.sleep(RESTART_DELAY)
+            with self._lock:
+                delay, self._hold_down = max(RESTART_DELAY, self._hold_down), 0.0
+            time.sleep(delay)
             if not self._stopped():
                 self._spawn()
 
@@ -227,6 +231,15 @@ class Replica:
             os.kill(inc.proc.pid, sig)
         self._record("signalled", sig.name)
         return True
+
+    def hold_down(self, seconds: float) -> None:
+        """Keep the slot down for ``seconds`` after its process next exits (a replica that stays dead), then restart."""
+        with self._lock:
+            self._hold_down = seconds
+
+    def starts(self) -> list[float]:
+        """When each of the slot's processes was started, in order."""
+        return [i.time for i in self.of_kind("started")]
 
     def freeze(self) -> int | None:
         """SIGSTOP the running process (its pid; None if none runs). Probes are not judged until ``thaw()``."""

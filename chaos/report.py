@@ -14,6 +14,7 @@ import platform
 from datetime import UTC, datetime
 from pathlib import Path
 
+from chaos.harness import RunConfig
 from chaos.scenario import Measured, Result
 from chaos.verdicts import BASELINE_FACTOR, CATCH_UP_REQUESTS_PER_WEBSERVER, Window
 
@@ -76,8 +77,11 @@ def _harness_failure(result: Result) -> list[str]:
     ]
 
 
-def _fault_section(m: Measured, baseline: Measured | None) -> list[str]:
+def _fault_section(m: Measured, baseline: Measured | None, *, sharded: bool = False) -> list[str]:
     w, f = m.window, m.figures
+    deposed = "writes accepted for a shard without a current grant" if sharded else "writes accepted from a deposed"
+    deposed += "" if sharded else " leader"
+    changes = "shard handovers" if sharded else "leader changes"
     rows = [
         ("fault duration (injection to heal)", f"{w.healed - w.start:.1f}s" if w.healed else "not healed (aborted)"),
         ("recovery: canary change applied and observed", _after_heal(w.canary, w)),
@@ -91,13 +95,10 @@ def _fault_section(m: Measured, baseline: Measured | None) -> list[str]:
         ("LIST requests (limit)", f"{f.lists} ({f.list_allowance})"),
         ("429 answers / 5xx answers", f"{f.status_429} / {f.status_5xx}"),
         ("writes accepted from the operators (excluding Leases)", str(f.writes_accepted)),
-        (
-            "writes accepted from a deposed leader / rejected attempts",
-            f"{len(f.deposed_writes)} / {len(f.deposed_attempts)}",
-        ),
+        (f"{deposed} / rejected attempts", f"{len(f.deposed_writes)} / {len(f.deposed_attempts)}"),
         ("failed /healthz answers", str(len(f.liveness))),
         ("tracebacks on stderr", str(len(f.tracebacks))),
-        ("leader changes", ", ".join(f.leader_changes) or "none"),
+        (changes, ", ".join(f.leader_changes) or "none"),
         ("replica exits", "; ".join(f"{i.slot}: {i.detail} at {i.time - w.start:+.1f}s" for i in f.exits) or "none"),
     ]
     rows += list(w.extra.items())
@@ -112,7 +113,7 @@ def _fault_section(m: Measured, baseline: Measured | None) -> list[str]:
         lines += ["", "| verdict | result | detail |", "| --- | --- | --- |"]
         lines += [f"| {r.name} | {_ok(r.passed)} | {r.detail} |" for r in m.rules]
     for title, items in (
-        ("Writes from a deposed leader", f.deposed_writes),
+        ("Writes without a current grant" if sharded else "Writes from a deposed leader", f.deposed_writes),
         ("Failed liveness answers", [f"{i.slot} at {i.time - w.start:+.1f}s: {i.detail}" for i in f.liveness]),
         ("Tracebacks", [f"{i.slot} at {i.time - w.start:+.1f}s: {i.detail}" for i in f.tracebacks]),
     ):
@@ -122,19 +123,8 @@ def _fault_section(m: Measured, baseline: Measured | None) -> list[str]:
     return lines
 
 
-def render(result: Result, *, command: str) -> str:
-    cfg = result.config
-    when = datetime.fromtimestamp(result.started, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
-    took = result.finished - result.started
-    base = result.baseline
-    lines = [
-        "# Reliability under real faults",
-        "",
-        f"Produced by `{command}` on {when} ({took / 60:.1f} minutes; {os.cpu_count()} cores, "
-        f"{platform.python_implementation()} {platform.python_version()}). Regenerate with the same command; the "
-        f"analysis at the end is kept. Overall: {_overall(result)}.",
-        "",
-        *_harness_failure(result),
+def _unsharded_text(cfg: RunConfig) -> list[str]:
+    return [
         "## What the run does",
         "",
         f"- {cfg.webservers} WebServers in {cfg.namespaces} namespaces on the local control plane (hack/cluster.sh: "
@@ -175,6 +165,67 @@ def render(result: Result, *, command: str) -> str:
         "- A harness failure (a fault that cannot be injected or healed, a step past its limit) ends the run: the "
         "faults before it are judged, the aborted one is marked ABORTED, `python -m chaos` exits 2.",
         "",
+    ]
+
+
+def _sharded_text(cfg: RunConfig) -> list[str]:
+    replicas = len(cfg.slots)
+    return [
+        "## What the run does",
+        "",
+        f"- {cfg.webservers} WebServers in {cfg.namespaces} namespaces with random names, spread evenly over the "
+        f"{cfg.shards} shards (chaos/shards.py computes each namespace's shard itself, as the API server defines it), "
+        f"under continuous churn at {cfg.rate:g} operations/s (the same mix as the full run).",
+        f"- {replicas} operator replicas with `--leader-elect --shards {cfg.shards}` and no leader: each holds a "
+        "member Lease and its fair share of the shard Leases (lease "
+        f"{cfg.lease_duration:g}s, renew deadline {cfg.renew_deadline:g}s, retry {cfg.retry_period:g}s), in the "
+        "in-cluster configuration, each as its own ServiceAccount behind its own toxiproxy; a fourth slot is ready "
+        "for the scale fault. A replica that exits is restarted after 1s (the killed one only after lease duration "
+        "+ 10 s). The faults run one at a time, each from a settled fleet (every shard held, shares within one).",
+        "- Verdicts come from the API server's audit log (every request of the replicas' ServiceAccounts, the Lease "
+        "writes with their bodies: hack/audit-policy.yaml) and from the objects, never from the operator's logs or "
+        "metrics (chaos/shardverdicts.py).",
+        "",
+        "## Rules",
+        "",
+        "- **recovered**, **no retry storm**, **liveness never failed**, **no unhandled exception**: as in the full "
+        "run; a shard handover counts as a catch-up of 1/shards of the WebServers, each held shard has three "
+        "informers, and the Lease LISTs of every replica's rounds count with the other requests, not as relists.",
+        "- **0 writes for a shard without a current grant of its Lease (0 s slack)**: every write to a shard's "
+        "objects (namespaced, Leases aside: Deployments, Services, WebServer status, Events), accepted or rejected, "
+        "arrived while the latest grant of that shard's Lease its replica had stored before it was current: before "
+        "renewTime + leaseDurationSeconds and before that replica's release. A replica is one process: a restarted "
+        "slot inherits nothing (chaos/fencing.py, chaos/shardverdicts.py).",
+        "- **no shard written by two replicas in one window**: no write to a shard while the grant that covered "
+        "another replica's earlier write to it had not yet expired or been released.",
+        "- **the dead replica's shards taken over within lease duration + 5 s** (shard-kill, shard-freeze): each "
+        "shard the killed or frozen replica held at the fault is granted to another slot within "
+        f"{cfg.lease_duration + 5:g}s of the fault's start.",
+        "- **every shard held by one live replica, shares within one**: after each fault's recovery (within the "
+        "window's limit) and at the end, read from the shard Leases: a holder that is a running replica, a grant "
+        "not expired, and the live replicas' counts at most one apart.",
+        "- **every WebServer converges**, **0 duplicate children**, **0 adopted foreign objects**, **0 writes once "
+        "converged**: as in the full run (run verdicts).",
+        "- A harness failure ends the run as in the full run (exit 2).",
+        "",
+    ]
+
+
+def render(result: Result, *, command: str) -> str:
+    cfg = result.config
+    when = datetime.fromtimestamp(result.started, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+    took = result.finished - result.started
+    base = result.baseline
+    lines = [
+        "# Reliability under real faults",
+        "",
+        f"Produced by `{command}` on {when} ({took / 60:.1f} minutes; {os.cpu_count()} cores, "
+        f"{platform.python_implementation()} {platform.python_version()}). Regenerate with the same command; "
+        + ("only this block of the file is replaced" if cfg.sharded else "the analysis at the end is kept")
+        + f". Overall: {_overall(result)}.",
+        "",
+        *_harness_failure(result),
+        *(_sharded_text(cfg) if cfg.sharded else _unsharded_text(cfg)),
         "## Setup",
         "",
         "| figure | value |",
@@ -198,13 +249,17 @@ def render(result: Result, *, command: str) -> str:
         "Seconds; requests/s as mean / busiest second / busiest second without LIST+WATCH.",
         "",
         "| fault | duration | canary | backlog | requests/s | other requests (budget) | LISTs | 429 | 5xx | "
-        "deposed writes | liveness failures | tracebacks | leader changes | verdict |",
+        + (
+            "unfenced writes | liveness failures | tracebacks | shard handovers | verdict |"
+            if cfg.sharded
+            else "deposed writes | liveness failures | tracebacks | leader changes | verdict |"
+        ),
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     lines += [_summary_row(m) for m in result.faults]
     lines += ["", "## Faults", ""]
     for m in result.faults:
-        lines += _fault_section(m, base)
+        lines += _fault_section(m, base, sharded=cfg.sharded)
     lines += ["## Run verdicts", ""]
     if result.aborted is not None and result.aborted.phase.startswith(("setup", "fault", "final")):
         how = "was cut short" if result.aborted.phase.startswith("final") else "did not run"
@@ -225,6 +280,30 @@ def write(path: Path, text: str) -> None:
         if MARKER in old:
             kept = old[old.index(MARKER) :]
     path.write_text(text + "\n" + (kept or f"{MARKER}\n\n## Analysis\n\n(not written yet)\n"))
+
+
+BLOCK_BEGIN = '<!-- sharded run: generated by make chaos CHAOS_ARGS="--preset sharded" -->'
+BLOCK_END = "<!-- /sharded run -->"
+
+
+def write_block(path: Path, text: str) -> None:
+    """Put a sharded run's report into its own block at the end of ``path``, replacing the previous one.
+
+    The block lies after the ``<!-- analysis -->`` marker, so regenerating the full run's report (``write``) keeps
+    it, and this keeps everything outside it. Its headings go one level down, under "# Sharded run (issue 18)".
+    """
+    demoted = "\n".join(f"#{line}" if line.startswith("#") else line for line in text.splitlines())
+    demoted = demoted.replace("# Reliability under real faults", "# Sharded run (issue 18)", 1)
+    block = f"{BLOCK_BEGIN}\n\n{demoted.strip()}\n\n{BLOCK_END}\n"
+    old = path.read_text() if path.exists() else f"{MARKER}\n\n## Analysis\n\n(not written yet)\n"
+    if MARKER not in old:
+        old = f"{old.rstrip()}\n\n{MARKER}\n"
+    if BLOCK_BEGIN in old and BLOCK_END in old:
+        head, rest = old.split(BLOCK_BEGIN, 1)
+        tail = rest.split(BLOCK_END, 1)[1].lstrip("\n")
+        path.write_text(head + block + (f"\n{tail}" if tail else ""))
+    else:
+        path.write_text(f"{old.rstrip()}\n\n{block}")
 
 
 def summary(result: Result) -> str:

@@ -4,7 +4,10 @@ Two presets. ``FULL`` (``make chaos``): 200 WebServers in 40 namespaces on a ded
 one at a time then combined, replicas in the in-cluster configuration watching all namespaces. ``SHORT`` (inside
 ``make test``): 20 WebServers in one namespace of the shared test cluster, etcd frozen for a few seconds, the API
 server restarted and the leader's connections reset, replicas with token kubeconfigs watching only that namespace.
-The verdicts are the same in both.
+The verdicts are the same in both. ``SHARDED`` (``make chaos CHAOS_ARGS="--preset sharded"``, issue 18): 80 WebServers
+in 16 randomly named namespaces, three replicas (a fourth slot ready for the scale fault) with ``--shards 8`` and no
+leader, under the four sharded faults of ``shardfaults``; there the leader rules give way to the per-shard ones of
+``shardverdicts``, for each window and for the whole run.
 
 Between faults the harness waits for calm (every component and replica running, a leader elected): a fault must
 start from a working system or its figures mean nothing. A harness failure (a fault that cannot be injected or
@@ -25,10 +28,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from chaos import shardfaults
 from chaos.failure import HarnessFailure, Phase
 from chaos.faults import FAULTS, restore_all_namespaces
+from chaos.fencing import Tenure
 from chaos.harness import FOREIGN_NAMES, Harness, RunConfig
 from chaos.observe import Leftover, duplicates, leftovers, read_state, ready
+from chaos.shardverdicts import (
+    FENCE_RULE,
+    OVERLAP_RULE,
+    OWNERSHIP_RULE,
+    ShardWrite,
+    handovers,
+    overlaps,
+    unfenced,
+)
 from chaos.verdicts import Figures, Rule, Window, deposed_writes, describe, figures, lease_timeline, rules
 from harness.audit import AuditLog, Request
 from harness.kubeapi import ws_path
@@ -38,7 +52,8 @@ FULL = RunConfig(
     webservers=200,
     namespaces=40,
     rate=4.0,
-    faults=[name for name in FAULTS if name != "reset-leader"],  # "reset" resets every replica's connections
+    # "reset" resets every replica's connections; the sharded faults need the sharded preset
+    faults=[name for name, fault in FAULTS.items() if name != "reset-leader" and not fault.sharded],
     watch_all=True,
     in_cluster=True,
     cap=90.0,
@@ -60,6 +75,22 @@ SHORT = RunConfig(
     converge_timeout=60.0,
     quiet_window=8.0,
     etcd_freeze=3.0,
+)
+
+
+SHARDED = RunConfig(
+    name="sharded",
+    webservers=80,
+    namespaces=16,
+    rate=3.0,
+    faults=[name for name, fault in FAULTS.items() if fault.sharded],  # shard-scale last: it leaves two replicas
+    watch_all=True,
+    in_cluster=True,
+    cap=90.0,
+    baseline=20.0,
+    slots=("op-a", "op-b", "op-c"),
+    spare_slots=(shardfaults.SPARE,),
+    shards=8,
 )
 
 
@@ -110,7 +141,11 @@ async def run(
     windows: list[Window] = []
     baseline = Window("baseline", "no fault (churn only)", start=0.0)
     async with Phase("setup and baseline", traceback_dir=workdir) as phase:
-        progress(f"setup: {config.webservers} WebServers in {config.namespaces} namespace(s), two replicas")
+        shards = f", --shards {config.shards}" if config.sharded else ""
+        progress(
+            f"setup: {config.webservers} WebServers in {config.namespaces} namespace(s), "
+            f"{len(config.slots)} replicas{shards}"
+        )
         await h.setup()
         result.setup = dict(h.setup_figures)
         progress(f"setup done: {h.setup_figures}")
@@ -164,7 +199,8 @@ async def _faults(h: Harness, windows: list[Window], progress: Progress) -> Harn
         label = f"fault {number}/{len(faults)} {name}"
         window = Window(name, fault.title, start=time.time(), cap=h.cfg.cap, on_step=lambda s: progress(f"  - {s}"))
         async with Phase(label, traceback_dir=h.workdir, window=window, limit=FAULT_LIMIT) as phase:
-            window.step("wait for calm: every component and replica running, a leader elected")
+            calm = "every shard held once, shares within one" if h.cfg.sharded else "a leader elected"
+            window.step(f"wait for calm: every component and replica running, {calm}")
             fixed = await h.steady()
             window.start = time.time()
             window.notes += [f"before the fault: {f}" for f in fixed]
@@ -175,6 +211,9 @@ async def _faults(h: Harness, windows: list[Window], progress: Progress) -> Harn
             )
             window.step("measure the recovery (canary and backlog)")
             await h.recover(window)
+            if h.cfg.sharded:
+                await shardfaults.settle(h, window)
+                progress(f"  {window.extra.get('shards settled after the recovery', '')}")
             if fault.after is not None:
                 fault.after(h, window)
             progress(f"  recovery: canary {_s(window.canary)}, backlog {_s(window.backlog)}")
@@ -264,6 +303,9 @@ async def _final(h: Harness, result: Result) -> None:
             writes, rejected, quiet_start=quiet_start, quiet_end=quiet_end, settled=settled, waiting=len(blocked)
         )
     )
+    if cfg.sharded:
+        owned = await h.check_settled()
+        result.final.append(Rule(f"{OWNERSHIP_RULE} (at the end)", owned, h.ownership_text))
 
 
 def quiet_rule(
@@ -321,7 +363,16 @@ def _attribute(h: Harness, left: list[Leftover], *, since: float) -> tuple[list[
 def _measure(h: Harness, result: Result, baseline: Window, windows: list[Window]) -> None:
     requests = h.audit.requests()
     timeline = lease_timeline(requests, h.lease)
-    deposed = deposed_writes(requests, timeline, renew_deadline=h.cfg.renew_deadline, slack_at=h.slack_at)
+    sharded = h.cfg.sharded
+    found: dict[int, list[Tenure]] = {}
+    writes: list[ShardWrite] = []
+    late: list[ShardWrite] = []
+    if sharded:  # no leader: the writes no current grant of their shard's Lease covered take the deposed ones' place
+        found, writes = shardfaults.audited(h, requests)
+        late = unfenced(writes)
+        deposed = ([w.write for w in late if w.write.ok], [w.write for w in late if not w.write.ok])
+    else:
+        deposed = deposed_writes(requests, timeline, renew_deadline=h.cfg.renew_deadline, slack_at=h.slack_at)
     incidents = h.incidents()
     informers = 3 if h.cfg.watch_all else 3 * len(h.namespaces)
 
@@ -330,6 +381,21 @@ def _measure(h: Harness, result: Result, baseline: Window, windows: list[Window]
 
     def measure(w: Window) -> Figures:
         n = 3 * len(h.namespaces) if w.name == "40-namespaces" else informers
+        if sharded:  # three informers per shard, started once per shard and again with every handover
+            moved = handovers(found, w.start, w.end)
+            return figures(
+                w,
+                requests,
+                webservers=webservers,
+                baseline_rate=rate,
+                timeline=timeline,
+                deposed=deposed,
+                incidents=incidents,
+                informers_per_process=3,
+                slots=h.cfg.shards + len(moved),
+                handovers=moved,
+                shards=h.cfg.shards,
+            )
         return figures(
             w,
             requests,
@@ -350,7 +416,8 @@ def _measure(h: Harness, result: Result, baseline: Window, windows: list[Window]
             fig = measure(w)
             judge = FAULTS[w.name].judge
             own = judge(h, w, requests=requests, timeline=timeline) if judge is not None and not w.aborted else []
-            result.faults.append(Measured(w, fig, [] if w.aborted else rules(w, fig) + own))
+            common = rules(w, fig, leader=not sharded)
+            result.faults.append(Measured(w, fig, [] if w.aborted else common + own))
     whole = Window("run", "whole run", start=result.started, end=time.time())
     total = measure(whole)
     accepted, rejected = deposed
@@ -359,15 +426,36 @@ def _measure(h: Harness, result: Result, baseline: Window, windows: list[Window]
     result.final_figures["tracebacks by exception type"] = (
         ", ".join(f"{k} {v}" for k, v in kinds.most_common()) or "none"
     )
-    result.final_figures["leader changes (whole run)"] = str(len(total.leader_changes))
-    result.final.append(
-        Rule(
-            "0 writes from a deposed leader (whole run)",
-            not accepted,
-            f"{len(accepted)} accepted, {len(rejected)} rejected attempts"
-            + (": " + "; ".join(describe(w, result.started) for w in accepted[:8]) if accepted else ""),
+    if sharded:
+        result.final_figures["shard handovers (whole run)"] = str(len(total.leader_changes))
+        both = overlaps(writes)
+        result.final_figures["writes to shards judged (whole run)"] = str(len(writes))
+        result.final.append(
+            Rule(
+                f"{FENCE_RULE} (whole run)",
+                not late,
+                f"{len(accepted)} accepted, {len(rejected)} rejected"
+                + (": " + "; ".join(w.describe(result.started) for w in late[:8]) if late else ""),
+            )
         )
-    )
+        result.final.append(
+            Rule(
+                f"{OVERLAP_RULE} (whole run)",
+                not both,
+                f"{len(both)} writes"
+                + (": " + "; ".join(o.describe(result.started) for o in both[:4]) if both else ""),
+            )
+        )
+    else:
+        result.final_figures["leader changes (whole run)"] = str(len(total.leader_changes))
+        result.final.append(
+            Rule(
+                "0 writes from a deposed leader (whole run)",
+                not accepted,
+                f"{len(accepted)} accepted, {len(rejected)} rejected attempts"
+                + (": " + "; ".join(describe(w, result.started) for w in accepted[:8]) if accepted else ""),
+            )
+        )
     result.final.append(
         Rule(
             "0 unhandled exceptions (whole run)",
@@ -396,7 +484,18 @@ def _s(value: float | None) -> str:
 
 
 def with_faults(config: RunConfig, names: list[str]) -> RunConfig:
+    """``config`` running only ``names``; sharded faults alone select the sharded preset, mixed ones are refused."""
     unknown = [n for n in names if n not in FAULTS]
     if unknown:
         raise ValueError(f"unknown fault(s) {unknown}: choose from {', '.join(FAULTS)}")
+    sharded = [n for n in names if FAULTS[n].sharded]
+    if sharded and len(sharded) < len(names):
+        raise ValueError(
+            f"the sharded faults ({', '.join(sharded)}) run only with --shards and the others only without: "
+            "name them in two runs"
+        )
+    if sharded and not config.sharded:
+        config = SHARDED
+    elif config.sharded and not sharded:
+        raise ValueError(f"the sharded preset runs only the sharded faults: {', '.join(SHARDED.faults)}")
     return replace(config, faults=names)

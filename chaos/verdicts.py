@@ -33,6 +33,7 @@ from harness.audit import Request
 BASELINE_FACTOR = 1.5
 CATCH_UP_REQUESTS_PER_WEBSERVER = 4
 DEADLINE_SLACK = 1.0
+DEPOSED_RULE = "no write from a deposed leader"
 
 
 @dataclass
@@ -96,7 +97,12 @@ def busiest_second(requests: list[Request]) -> int:
 
 
 def _is_informer(r: Request) -> bool:
-    return r.verb in {"list", "watch"}
+    """A LIST or WATCH of an informer.
+
+    Lease LISTs are not: a sharded replica lists the member and shard Leases in every round, as steady as a renewal,
+    so they count with the other requests against the baseline's rate.
+    """
+    return r.verb in {"list", "watch"} and r.resource != "leases"
 
 
 def lease_timeline(requests: list[Request], lease: str) -> list[Request]:
@@ -158,13 +164,20 @@ def figures(
     slots: int,
     webservers: int = 0,
     baseline_rate: float = 0.0,
+    handovers: list[str] | None = None,
+    shards: int = 1,
 ) -> Figures:
+    """The window's figures.
+
+    Sharded runs pass their shard ``handovers`` (the leader Lease's changes otherwise); a shard's handover is a
+    catch-up of that shard's WebServers only, so it weighs ``1 / shards`` of a leader change.
+    """
     inside = [r for r in requests if window.start <= r.received <= window.end]
     duration = max(window.end - window.start, 1.0)
     starts = sum(1 for i in incidents if i.kind == "started" and window.start <= i.time <= window.end)
     acc, rej = deposed
-    changes = leader_changes(timeline, window.start, window.end)
-    catch_ups = 1 + starts + len(changes)
+    changes = leader_changes(timeline, window.start, window.end) if handovers is None else handovers
+    catch_ups = 1 + starts + len(changes) / shards
     return Figures(
         requests=len(inside),
         rps_mean=len(inside) / duration,
@@ -173,7 +186,7 @@ def figures(
         other=sum(1 for r in inside if not _is_informer(r)),
         other_budget=BASELINE_FACTOR * baseline_rate * duration
         + CATCH_UP_REQUESTS_PER_WEBSERVER * webservers * catch_ups,
-        lists=sum(1 for r in inside if r.verb == "list"),
+        lists=sum(1 for r in inside if r.verb == "list" and _is_informer(r)),
         list_allowance=2 * informers_per_process * (starts + slots),
         status_429=sum(1 for r in inside if r.code == 429),
         status_5xx=sum(1 for r in inside if r.code >= 500),
@@ -187,9 +200,14 @@ def figures(
     )
 
 
-def rules(window: Window, fig: Figures) -> list[Rule]:
+def rules(window: Window, fig: Figures, *, leader: bool = True) -> list[Rule]:
+    """The common rules of a window.
+
+    ``leader=False`` (a sharded run, no leader) leaves out the deposed leader's: the per-shard rules of
+    ``shardverdicts`` take its place.
+    """
     recovered = window.canary is not None and window.backlog is not None
-    return [
+    found = [
         Rule(
             "recovered",
             recovered,
@@ -202,13 +220,14 @@ def rules(window: Window, fig: Figures) -> list[Rule]:
             f"(limit {fig.list_allowance})",
         ),
         Rule(
-            "no write from a deposed leader",
+            DEPOSED_RULE,
             not fig.deposed_writes,
             f"{len(fig.deposed_writes)} accepted, {len(fig.deposed_attempts)} rejected attempts",
         ),
         Rule("liveness never failed", not fig.liveness, f"{len(fig.liveness)} failed /healthz answers"),
         Rule("no unhandled exception", not fig.tracebacks, f"{len(fig.tracebacks)} tracebacks on stderr"),
     ]
+    return [r for r in found if leader or r.name != DEPOSED_RULE]
 
 
 def _secs(value: float | None) -> str:

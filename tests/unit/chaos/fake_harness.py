@@ -66,6 +66,8 @@ class FakeHarness:
     slack_at: list[tuple[float, float, float]] = field(default_factory=list)
     prefix: str = "chaos-unit"
     exits: list[Incident] = field(default_factory=list)
+    lease: str = "chaos-unit-leader"
+    started: dict[str, list[float]] = field(default_factory=dict)  # user -> its processes' start times
     _asked: float | None = None
 
     async def leader_before_fault(self, window: Window) -> str:
@@ -82,6 +84,9 @@ class FakeHarness:
 
     def incidents(self) -> list[Incident]:
         return list(self.exits)
+
+    def starts(self) -> dict[str, list[float]]:
+        return dict(self.started)
 
     def as_harness(self) -> Harness:
         return cast(Harness, self)

@@ -141,3 +141,11 @@ def test_the_audit_reader_keeps_one_record_per_request_and_only_the_run_users(tm
     found = AuditLog(log, users_prefix=A).requests()
     assert [(r.audit_id, r.verb, r.jti) for r in found] == [("1", "watch", "abc"), ("3", "update", "abc")]
     assert found[1].lease_holder == "op-a_1" and found[0].lease_holder is None
+
+
+def test_lease_lists_of_sharded_rounds_count_with_the_other_requests_not_with_informer_relists() -> None:
+    w = Window("shard-kill", "kill", start=0.0, healed=5.0, end=10.0)
+    rounds = [req(t, A, "list", "leases") for t in (1.0, 2.5, 4.0)]
+    relist = req(6.0, A, "list", "deployments")
+    fig = figures(w, [*rounds, relist], timeline=[], deposed=([], []), incidents=[], informers_per_process=3, slots=1)
+    assert fig.lists == 1 and fig.other == 3
