@@ -101,8 +101,8 @@ monitoring-panels: venv tools tools-prometheus ## Redraw docs/images/panel-*.png
 
 .PHONY: e2e-kind
 e2e-kind: venv tools-kubectl tools-helm tools-prometheus ## e2e suite on a kind cluster: real containers, the image from the Dockerfile (see `make engine`).
-	hack/kind.sh up
-	status=0; CLUSTER=kind $(PY) -m pytest tests/e2e $(PYTEST_ARGS) || status=$$?; \
+	status=0; hack/kind.sh up || status=$$?; \
+	if ((status == 0)); then CLUSTER=kind $(PY) -m pytest tests/e2e $(PYTEST_ARGS) || status=$$?; fi; \
 	if [[ -z "$${KEEP_CLUSTER:-}" ]]; then hack/kind.sh down; fi; exit $$status
 
 # The integration suite on the oldest Kubernetes the chart claims (KUBERNETES_OLDEST_VERSION in hack/versions.env),

@@ -134,11 +134,16 @@ load_images() {
   if [[ "${ENGINE}" == docker ]]; then
     "${kind}" load docker-image --name "${CLUSTER_NAME}" "$@"
   else
-    # kind's `load docker-image` calls the docker CLI; with podman, save an archive and load that.
-    local archive="${STATE}/load.tar"
-    podman save --format docker-archive -m -o "${archive}" "$@" >/dev/null
-    "${kind}" load image-archive --name "${CLUSTER_NAME}" "${archive}"
-    rm -f "${archive}"
+    # kind's `load docker-image` calls the docker CLI; with podman, save an archive and load that. The archive is
+    # this run's own file (`podman save` will not write over one a killed or concurrent run left), removed on exit.
+    mkdir -p "${STATE}"
+    rm -f "${STATE}/load.tar" # the fixed name older versions used; a killed run could leave it (330 MB)
+    LOAD_ARCHIVE="$(mktemp "${STATE}/load.XXXXXX.tar")"
+    trap 'rm -f "${LOAD_ARCHIVE}"' EXIT
+    rm -f "${LOAD_ARCHIVE}"
+    podman save --format docker-archive -m -o "${LOAD_ARCHIVE}" "$@" >/dev/null
+    "${kind}" load image-archive --name "${CLUSTER_NAME}" "${LOAD_ARCHIVE}"
+    rm -f "${LOAD_ARCHIVE}"
   fi
 }
 
