@@ -12,6 +12,8 @@ decide when to look again. Each child's sync returns what the child looks like n
 ``Problem`` met. Syncing one child:
 - missing: create it (never an apply that could overwrite a foreign object); a 409 AlreadyExists means ours, not
   yet in the cache, or a foreign object: read it and check;
+- missing again seconds after this replica created it for the same WebServer uid: read the WebServer first, and
+  requeue instead when the cache is behind it (``reconcile.recreates``: a stale uid would make a create/GC loop);
 - controlled by someone else, or without our labels: never adopted or written; a ``Problem`` (Ready=False, one
   Warning per generation, a slow requeue: the label-filtered cache will not tell us when it goes away);
 - our labels and no controller (left by ``--cascade=orphan``): adopted;
@@ -56,10 +58,15 @@ from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.fights import FightLog, last_writer
 from webserver_operator.reconcile.owned import merge_owned_deployment, merge_owned_service, selector_mismatch
 from webserver_operator.reconcile.problems import GARBAGE_COLLECTION, GC_PATIENCE, Problem, from_api_error
+from webserver_operator.reconcile.recreates import RecentCreates
 from webserver_operator.reconcile.status import Observation, Refusal, beyond_baseline, invalid_spec, next_status
 from webserver_operator.runtime.result import Result
 
 log = logging.getLogger(__name__)
+
+
+class OwnerBehind(Conflict):
+    """The cached WebServer is older than the API server's (deleted, or recreated under a new uid): a requeue."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +120,7 @@ class WebServerReconciler:
         #: the object the API server returned (see ``_latest``).
         self._status_written: dict[ObjectKey, tuple[str, KubeObject]] = {}
         self._fights = FightLog(lambda: self._clock().timestamp())
+        self._creates = RecentCreates(lambda: self._clock().timestamp())
         self._deployment = _Child(
             DEPLOYMENTS, caches.deployments, desired_deployment, merge_owned_deployment, immutable_selector=True
         )
@@ -136,6 +144,7 @@ class WebServerReconciler:
             self._problem_streak.pop(key, None)
             self._not_ours -= {(key, child.kind) for child in (self._deployment, self._service)}
             self._fights.forget(*key)
+            self._creates.forget(*key)
             return Result()
         try:
             ws = WebServer.model_validate(obj)
@@ -221,6 +230,8 @@ class WebServerReconciler:
         if live is None and ((ws.namespace, ws.name), child.kind) in self._not_ours:
             live = await self._read(child, ws)
         if live is None:
+            if self._creates.again_soon((ws.namespace, ws.name, child.kind), ws.uid):
+                await self._confirm_owner(ws, child)
             try:
                 new = await self._create(ws, child, desired)
             except Problem as problem:
@@ -269,10 +280,37 @@ class WebServerReconciler:
             if problem is None:
                 raise
             raise problem from err
+        self._creates.created((ws.namespace, ws.name, child.kind), ws.uid)
         log.info(
             "created %s", child.kind, extra={"namespace": ws.namespace, "object_name": ws.name, "kind": child.kind}
         )
         return created
+
+    async def _confirm_owner(self, ws: WebServer, child: _Child) -> None:
+        """Before creating a child a second time within seconds, check the cached WebServer is still the API server's.
+
+        Raises ``OwnerBehind`` (a 409 to the work queue: a routine, rate-limited requeue) when the WebServer was
+        deleted, or deleted and recreated under a new uid, since the cached copy: a child created from it would be
+        owned by a uid that no longer exists and deleted by the garbage collector (``reconcile.recreates``).
+        """
+        path = WEBSERVERS.path(namespace=ws.namespace, name=ws.name)
+        try:
+            current = await self._api.request("GET", path)
+        except NotFound:
+            current = {}
+        uid = (current.get("metadata") or {}).get("uid")
+        if uid != ws.uid:
+            now = f"uid {uid}" if uid else "deleted"
+            raise OwnerBehind(
+                status=409,
+                reason="Conflict",
+                message=(
+                    f"not creating {child.kind} {child_name(ws)} again for WebServer uid {ws.uid}: the WebServer is "
+                    f"{now} on the API server and the cache has not caught up yet; retried when it has"
+                ),
+                method="POST",
+                path=child.resource.path(namespace=ws.namespace),
+            )
 
     async def _repair(self, ws: WebServer, child: _Child, live: KubeObject, difference: Difference) -> KubeObject:
         """Write the owned fields that differ (or adopt an orphan) with one optimistic-concurrency merge patch.

@@ -777,3 +777,77 @@ async def test_a_spec_change_is_reported_as_an_update_and_an_edit_of_the_child_a
     await rec.reconcile(KEY)
     assert messages(api)[-1][:2] == ("Normal", "Repaired")
     assert drift_repairs("Deployment") == repairs + 1
+
+
+class FrozenWebServerCache(LiveCache):
+    """A WebServer informer whose watch has not delivered anything since ``snapshot`` (a relist delayed by 429s)."""
+
+    def __init__(self, api: FakeApi, snapshot: KubeObject) -> None:
+        super().__init__(api, WEBSERVERS.path(namespace=NS))
+        self.snapshot = snapshot
+
+    def get(self, key: ObjectKey, /) -> KubeObject | None:
+        return copy.deepcopy(self.snapshot) if key == KEY else None
+
+
+async def test_children_the_garbage_collector_removes_for_a_stale_owner_are_not_created_again_and_again() -> None:
+    """The WebServer was deleted and recreated while its watch lagged: the cache still holds the old uid.
+
+    A child created from that copy carries the old uid as its owner, so the garbage collector deletes it, and the
+    delete queues the WebServer again. Created again from the same stale copy each time, that was a loop of creates
+    and deletes until the relist (32 Deployments in 7 s under chaos). A second create of the same child for the same
+    uid within seconds is checked against the API server's WebServer first; the cache being behind is a requeue.
+    """
+    api = with_world()
+    old = api.get(WS_PATH)
+    assert old is not None
+    del api.collections[WEBSERVERS.path(namespace=NS)][NAME]
+    api.put(WEBSERVERS.path(namespace=NS), webserver())  # recreated: same name, new uid
+    rec = _Settled(
+        api=api,
+        caches=Caches(
+            webservers=FrozenWebServerCache(api, old),
+            deployments=LiveCache(api, DEPLOYMENTS.path(namespace=NS)),
+            services=LiveCache(api, SERVICES.path(namespace=NS)),
+        ),
+        recorder=EventRecorder(api, instance="test"),
+        clock=lambda: datetime(2026, 11, 23, tzinfo=UTC),
+    )
+    await rec.reconcile(KEY)
+    owners = {
+        ref["uid"] for path in (DEP_PATH, SVC_PATH) for ref in (api.get(path) or {})["metadata"]["ownerReferences"]
+    }
+    assert owners == {old["metadata"]["uid"]}
+
+    for _ in range(3):  # the garbage collector deletes them; each delete queues the WebServer again
+        api.collections[DEPLOYMENTS.path(namespace=NS)].pop(NAME, None)
+        api.collections[SERVICES.path(namespace=NS)].pop(NAME, None)
+        with pytest.raises(Conflict):
+            await rec.reconcile(KEY)
+        assert (api.get(DEP_PATH), api.get(SVC_PATH)) == (None, None)
+
+    rec._caches = Caches(  # the relist: the cache has the new WebServer
+        webservers=LiveCache(api, WEBSERVERS.path(namespace=NS)),
+        deployments=LiveCache(api, DEPLOYMENTS.path(namespace=NS)),
+        services=LiveCache(api, SERVICES.path(namespace=NS)),
+    )
+    await rec.reconcile(KEY)
+    new = api.get(WS_PATH)
+    assert new is not None
+    owners = {
+        ref["uid"] for path in (DEP_PATH, SVC_PATH) for ref in (api.get(path) or {})["metadata"]["ownerReferences"]
+    }
+    assert owners == {new["metadata"]["uid"]}
+    assert ready(api)["reason"] != "WaitingForGarbageCollection"
+
+
+async def test_a_child_deleted_again_right_after_its_create_is_created_again_when_the_cache_is_current() -> None:
+    api = with_world()
+    rec = reconciler(api)
+    await rec.reconcile(KEY)
+    for _ in range(2):  # someone deletes the Deployment twice in a row, seconds after the operator made it
+        api.collections[DEPLOYMENTS.path(namespace=NS)].pop(NAME)
+        await rec.reconcile(KEY)
+        assert api.get(DEP_PATH) is not None
+    gets = [call for call in api.calls if call.method == "GET" and call.path == WS_PATH]
+    assert len(gets) == 2, "one WebServer read per quick recreate, none on the first create"
