@@ -469,7 +469,8 @@ class WebServerReconciler:
         generation), the status is decided again for the fresh object from the same observation. A new generation
         means the children were synced for a spec that is no longer current: writing now would claim
         ``observedGeneration`` for a spec never applied, so the 409 propagates and the controller reconciles again
-        from the cache (the new generation's own event is on its way).
+        from the cache (the new generation's own event is on its way). So does a new uid: the WebServer was deleted
+        and recreated, and the children just synced belong to the old one.
         """
         status = next_status(obj, seen, now=self._clock())
         if status is None:
@@ -480,7 +481,7 @@ class WebServerReconciler:
             fresh = await self._fresh_webserver(obj)
             if fresh is None:
                 return
-            if _generation(fresh) != _generation(obj):
+            if _generation(fresh) != _generation(obj) or _uid(fresh) != _uid(obj):
                 raise
             status = next_status(fresh, seen, now=self._clock())
             if status is not None:
@@ -546,6 +547,10 @@ def _name(obj: KubeObject) -> str:
 
 def _resource_version(obj: KubeObject) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _uid(obj: KubeObject) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
 
 
 def _generation(obj: KubeObject) -> int:

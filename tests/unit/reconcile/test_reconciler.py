@@ -813,7 +813,9 @@ async def test_children_the_garbage_collector_removes_for_a_stale_owner_are_not_
         recorder=EventRecorder(api, instance="test"),
         clock=lambda: datetime(2026, 11, 23, tzinfo=UTC),
     )
-    await rec.reconcile(KEY)
+    with pytest.raises(Conflict):  # its status write: the new WebServer gets no status about the old one's children
+        await rec.reconcile(KEY)
+    assert (api.get(WS_PATH) or {}).get("status") is None
     owners = {
         ref["uid"] for path in (DEP_PATH, SVC_PATH) for ref in (api.get(path) or {})["metadata"]["ownerReferences"]
     }

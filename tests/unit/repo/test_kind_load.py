@@ -70,7 +70,9 @@ def load_image(tmp_path: Path, bin_dir: Path) -> subprocess.CompletedProcess[str
         "KIND_CLUSTER_NAME": "webserver-operator",
         "IMG": IMG,
     }
-    return subprocess.run([str(KIND_SH), "load-image"], capture_output=True, text=True, env=env, timeout=60, check=False)
+    return subprocess.run(
+        [str(KIND_SH), "load-image"], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
 
 
 def test_an_archive_left_by_a_killed_run_does_not_break_the_next_load(tmp_path: Path) -> None:
