@@ -28,8 +28,9 @@ import logging
 import os
 import signal
 import socket
+import time
 import uuid
-from collections.abc import Awaitable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,7 +49,7 @@ from webserver_operator.runtime.controller import Controller
 from webserver_operator.runtime.lease import Lease
 from webserver_operator.runtime.membership import LeaseGroup, Membership
 from webserver_operator.runtime.shardcache import ShardedInformerCache
-from webserver_operator.runtime.shardset import ShardSet
+from webserver_operator.runtime.shardset import ShardSet, no_shard_leases_live
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,8 @@ class _Parts:
     cache: InformerCache
     controller: Controller
     lease: Lease | None
+    #: Asked before each attempt at the leader Lease: no sharded replica's shard Lease is live.
+    may_lead: Callable[[], Awaitable[bool]] | None = None
 
 
 class Operator:
@@ -187,7 +190,16 @@ class Operator:
         _background(stack, publish_one_shard(cache.groups, controller, holding), name="shard-metrics")
         if lease is not None:
             stack.push_async_callback(lease.release)  # first thing on the way out: the drain has ended by then
-        return _Parts(cache=cache, controller=controller, lease=lease)
+        may_lead = None
+        if lease is not None:
+            may_lead = no_shard_leases_live(
+                lease_api,
+                namespace=lease.namespace,
+                leader=lease.name,
+                lease_duration=s.lease.lease_duration,
+                clock=time.monotonic,
+            )
+        return _Parts(cache=cache, controller=controller, lease=lease, may_lead=may_lead)
 
     def _build_sharded(
         self, probes: Probes, *, watch_api: KubeClient, lease_api: KubeClient, writer: KubeClient
@@ -207,7 +219,8 @@ class Operator:
                 namespace=election.leader_election_namespace or _pod_namespace() or "default",
                 identity=_identity(),
                 settings=s.lease,
-            )
+            ),
+            shards=election.shards,
         )
         work = ShardWork(cache, drain_timeout=s.controller.drain_timeout)
         shardset = ShardSet(membership, shards=election.shards, on_gained=work.gained, on_lost=work.lost)
@@ -248,7 +261,7 @@ class Operator:
         log.info("caches synced")
         hold: asyncio.Task[None] | None = None
         if parts.lease is not None:
-            if not await self._until_stopped(parts.lease.acquire()):
+            if not await self._until_stopped(parts.lease.acquire(may_try=parts.may_lead)):
                 return _EXIT_OK
             hold = asyncio.create_task(parts.lease.hold(), name="leader-election-hold")
         return await lead(

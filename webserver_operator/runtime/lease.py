@@ -187,10 +187,14 @@ class Lease:
 
     # --- acquire ---------------------------------------------------------------------------------------------------
 
-    async def acquire(self) -> None:
-        """Return once this process holds the Lease; try every ``retry_period`` (jittered) until then."""
+    async def acquire(self, *, may_try: Callable[[], Awaitable[bool]] | None = None) -> None:
+        """Return once this process holds the Lease; try every ``retry_period`` (jittered) until then.
+
+        ``may_try``, when given, is asked before each attempt; False skips that period's attempt (the unsharded
+        leader waits so while shard Leases of a sharded configuration are live: ``runtime.shardset``).
+        """
         log.info("attempting to acquire %s as %s", self._where, self.identity)
-        while not await self.try_acquire():
+        while not ((may_try is None or await may_try()) and await self.try_acquire()):
             await self._sleep(self._settings.retry_backoff.delay(0, rand=self._rand))
 
     async def try_acquire(self, listed: Mapping[str, Any] | None = None) -> bool:
@@ -390,9 +394,14 @@ class Lease:
     # --- helpers ---------------------------------------------------------------------------------------------------
 
     def _claim(self, lease: Mapping[str, Any]) -> dict[str, Any]:
-        return claimed_lease(
+        """The record naming us, with this Lease's labels (a shard Lease claimed from another count is relabelled)."""
+        claimed = claimed_lease(
             lease, identity=self.identity, lease_duration=self._settings.lease_duration, now=self._wall_clock()
         )
+        if self._labels:
+            metadata = claimed.setdefault("metadata", {})
+            metadata["labels"] = {**(metadata.get("labels") or {}), **self._labels}
+        return claimed
 
     async def _call(self, method: str, path: str, *, body: object | None = None, budget: float) -> dict[str, Any]:
         if budget <= 0:

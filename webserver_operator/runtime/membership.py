@@ -30,6 +30,7 @@ from typing import Any
 from webserver_operator.core.leaserecord import Sighting, is_live, sighted
 from webserver_operator.core.resources import LEASES
 from webserver_operator.core.settings import LeaseSettings
+from webserver_operator.core.shardconfig import SHARD_COUNT_LABEL
 from webserver_operator.core.vocabulary import ApiRequests
 from webserver_operator.kube.errors import Conflict, KubeError, NotFound
 from webserver_operator.runtime.lease import Lease, LeaseLost
@@ -83,9 +84,18 @@ class LeaseGroup:
 class Membership:
     """A replica's member Lease in its ``LeaseGroup``, and the count of live members seen from it."""
 
-    def __init__(self, group: LeaseGroup) -> None:
+    def __init__(self, group: LeaseGroup, *, shards: int | None = None) -> None:
+        """The member Lease of ``group``'s replica; ``shards`` is its shard count, put on the Lease.
+
+        Only members of the same count are counted (``None``: every member), so during a change of ``--shards`` the
+        old replicas' share is not cut for new replicas that may not claim yet (``core.shardconfig``).
+        """
         self.group = group
-        self.lease = group.lease(member_name(group.name, group.identity), labels={MEMBER_OF_LABEL: group.name})
+        self._shards = None if shards is None else str(shards)
+        labels = {MEMBER_OF_LABEL: group.name}
+        if self._shards is not None:
+            labels[SHARD_COUNT_LABEL] = self._shards
+        self.lease = group.lease(member_name(group.name, group.identity), labels=labels)
         self._sightings: dict[str, Sighting] = {}
 
     async def run(self) -> None:
@@ -98,7 +108,7 @@ class Membership:
                 log.warning("member Lease of %s lost (%s); joining again", self.lease.identity, lost)
 
     async def live(self) -> int:
-        """Live members of the group as seen now, this replica included; deletes members gone for long.
+        """Live members of this replica's shard count as seen now, itself included; deletes any gone for long.
 
         Raises ``KubeError`` when the members cannot be listed (the caller keeps its last count for that round).
         """
@@ -119,7 +129,7 @@ class Membership:
                 self._sightings.get(name), spec if isinstance(spec, dict) else {}, now=now
             )
             if is_live(sighting, now=now, lease_duration=group.settings.lease_duration):
-                others += 1
+                others += self._shards is None or (meta.get("labels") or {}).get(SHARD_COUNT_LABEL) == self._shards
             elif now - sighting.since >= _STALE_DURATIONS * group.settings.lease_duration:
                 stale.append((name, str(meta.get("resourceVersion") or "")))
         self._sightings = sightings

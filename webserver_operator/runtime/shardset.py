@@ -28,14 +28,16 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from webserver_operator.core.resources import LEASES
+from webserver_operator.core.shardconfig import SHARD_COUNT_LABEL, OtherConfig, OtherConfigs, waiting_message
 from webserver_operator.core.shardplan import ShardView, next_moves
 from webserver_operator.core.shards import shard_index
-from webserver_operator.kube.errors import KubeError
+from webserver_operator.core.vocabulary import ApiRequests
+from webserver_operator.kube.errors import KubeError, NotFound
 from webserver_operator.kube.paths import parse_path
 from webserver_operator.runtime.lease import Lease, LeaseLost
 from webserver_operator.runtime.membership import Membership
 
-__all__ = ["SHARD_OF_LABEL", "ShardSet"]
+__all__ = ["SHARD_OF_LABEL", "ShardSet", "no_shard_leases_live"]
 
 log = logging.getLogger(__name__)
 
@@ -66,10 +68,14 @@ class ShardSet:
         self._on_lost = on_lost
         self._sleep = sleep
         self._rand = rand
+        labels = {SHARD_OF_LABEL: group.name, SHARD_COUNT_LABEL: str(shards)}
         self._leases = [
-            group.lease(f"{group.name}-shard-{shard}", labels={SHARD_OF_LABEL: group.name}, sleep=sleep)
-            for shard in range(shards)
+            group.lease(f"{group.name}-shard-{shard}", labels=labels, sleep=sleep) for shard in range(shards)
         ]
+        self._others = OtherConfigs(
+            shards=shards, leader=group.name, lease_duration=group.settings.lease_duration, clock=group.clock
+        )
+        self._waiting_for: list[OtherConfig] = []
         self._holds: dict[int, asyncio.Task[None]] = {}
         #: Shards whose ``on_lost`` is still running: not claimed again until it has ended (it stops their informers).
         self._leaving: set[int] = set()
@@ -132,7 +138,8 @@ class ShardSet:
         except (KubeError, TimeoutError) as error:
             log.warning("shard round skipped: the Leases could not be read (%s); holding what is held", error)
             return
-        listed = _by_name(listing.get("items") or [])
+        items = listing.get("items") or []
+        listed = _by_name(items)
         moves = next_moves(
             ShardView(
                 identity=self._group.identity,
@@ -143,6 +150,8 @@ class ShardSet:
             )
         )
         wanted = len(moves.claim)
+        if not await self._no_other_config(items, claiming=wanted > 0):
+            wanted = 0
         for shard in (*moves.claim, *moves.spare):
             if wanted == 0:
                 break
@@ -157,6 +166,34 @@ class ShardSet:
                 -(-self._shards // self._replicas),
             )
             await self._hand_back(moves.release)
+
+    async def _no_other_config(self, items: list[dict[str, Any]], *, claiming: bool) -> bool:
+        """Whether no live Lease of another shard count, nor the unsharded leader's, forbids claiming now.
+
+        The shard Leases just listed are looked at every round (their expiry counts from the first sighting); the
+        leader's Lease is read only when this replica wants to claim, so it costs a GET then and nothing in steady
+        state. See ``core.shardconfig``.
+        """
+        leader = None
+        if claiming:
+            try:
+                leader = await self._group.api.request(
+                    "GET", LEASES.path(namespace=self._group.namespace, name=self._group.name)
+                )
+            except NotFound:
+                pass
+            except (KubeError, TimeoutError) as error:
+                log.warning("not claiming shards this round: the leader Lease could not be read (%s)", error)
+                return False
+        others = self._others.live(items, leader)
+        if not claiming:
+            return True
+        if others and others != self._waiting_for:
+            log.warning(waiting_message(others, shards=self._shards))
+        elif not others and self._waiting_for:
+            log.info("no replica of another shard configuration is left: claiming shards")
+        self._waiting_for = others
+        return not others
 
     async def stop(self) -> None:
         """Stop the rounds and hand every held shard back (drained, then released); for a graceful shutdown."""
@@ -208,3 +245,35 @@ def _spec(item: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     spec = item.get("spec")
     return spec if isinstance(spec, dict) else {}
+
+
+def no_shard_leases_live(
+    api: ApiRequests, *, namespace: str, leader: str, lease_duration: float, clock: Callable[[], float]
+) -> Callable[[], Awaitable[bool]]:
+    """For the unsharded leader's ``Lease.acquire(may_try=...)``: True once no shard Lease of its group is live.
+
+    The leader Lease ``namespace/leader`` covers every namespace, so it is not taken while a sharded replica still
+    holds a shard (a change from ``--shards`` S back to 1 in progress; ``core.shardconfig``). One list of the
+    group's shard Leases per attempt, only while this replica is not the leader.
+    """
+    others = OtherConfigs(shards=1, leader=leader, lease_duration=lease_duration, clock=clock)
+    waiting: list[OtherConfig] = []
+
+    async def may_try() -> bool:
+        nonlocal waiting
+        try:
+            listing = await api.request(
+                "GET", LEASES.path(namespace=namespace), query={"labelSelector": f"{SHARD_OF_LABEL}={leader}"}
+            )
+        except (KubeError, TimeoutError) as error:
+            log.warning("not trying for the leader Lease this period: the shard Leases could not be read (%s)", error)
+            return False
+        live = others.live(listing.get("items") or [])
+        if live and live != waiting:
+            log.warning(waiting_message(live, shards=1))
+        elif not live and waiting:
+            log.info("no sharded replica is left: trying for the leader Lease")
+        waiting = live
+        return not live
+
+    return may_try

@@ -16,10 +16,12 @@ from tests.support.clock import ManualClock
 from tests.support.fake_api import FakeApi, status_error
 from webserver_operator.core.resources import LEASES
 from webserver_operator.core.settings import LeaseSettings
+from webserver_operator.core.shardconfig import SHARD_COUNT_LABEL
 from webserver_operator.core.shardplan import ShardView, next_moves
 from webserver_operator.core.shards import shard_index
+from webserver_operator.runtime.lease import Lease
 from webserver_operator.runtime.membership import LeaseGroup, Membership
-from webserver_operator.runtime.shardset import SHARD_OF_LABEL, ShardSet
+from webserver_operator.runtime.shardset import SHARD_OF_LABEL, ShardSet, no_shard_leases_live
 
 NS = "ops"
 SETTINGS = LeaseSettings(lease_duration=15, renew_deadline=10, retry_period=2)
@@ -33,7 +35,7 @@ async def never(_: float) -> None:
 class Replica:
     def __init__(self, api: FakeApi, clock: ManualClock, identity: str, shards: int = 8) -> None:
         self.events: list[str] = []
-        self.membership = Membership(LeaseGroup(api, "wso", NS, identity, SETTINGS, clock))
+        self.membership = Membership(LeaseGroup(api, "wso", NS, identity, SETTINGS, clock), shards=shards)
         self.set = ShardSet(self.membership, shards=shards, on_gained=self._gained, on_lost=self._lost, sleep=never)
 
     async def _gained(self, shard: int) -> None:
@@ -217,4 +219,95 @@ async def test_a_claim_lost_to_another_replica_is_made_up_from_the_next_free_sha
     table = holders(api)
     assert count(table, "a") == 4, table
     assert table[f"wso-shard-{first}"] == "", "the shard whose claim lost the race stays with whoever wrote first"
-    assert not [c for c in api.calls if c.method == "GET" and "/leases/" in c.path], "the list's records are enough"
+    shard_reads = [c for c in api.calls if c.method == "GET" and "/leases/wso-shard-" in c.path]
+    assert not shard_reads, "the list's records are enough"
+
+
+# -- a change of the shard count: no two configurations at once ----------------------------------------------------
+
+
+async def member(api: FakeApi, clock: ManualClock, replicas: list[Replica], identity: str, shards: int) -> Replica:
+    replica = Replica(api, clock, identity, shards=shards)
+    await replica.membership.lease.acquire()
+    replicas.append(replica)
+    return replica
+
+
+def shard_counts(api: FakeApi) -> dict[str, str]:
+    """``kubectl get leases -L webserver-operator.dev/shard-count``: shard Lease name -> its shard-count label."""
+    return {
+        name: obj["metadata"].get("labels", {}).get(SHARD_COUNT_LABEL, "")
+        for name, obj in api.collections.get(LEASES.path(namespace=NS), {}).items()
+        if "-shard-" in name
+    }
+
+
+async def test_a_replica_of_a_new_shard_count_waits_until_the_old_replicas_leases_are_released(
+    fleet: tuple[FakeApi, ManualClock, list[Replica]],
+) -> None:
+    """A rolling update from 4 to 8 shards: shard 2 of 8 and shard 1 of 4 cover the same namespaces."""
+    api, clock, replicas = fleet
+    old = await member(api, clock, replicas, "old", 4)
+    await old.set.round()
+    assert count(holders(api), "old") == 4
+    new = await member(api, clock, replicas, "new", 8)
+    await new.set.round()
+    await old.set.round()
+    assert count(holders(api), "new") == 0, "no Lease of 8 shards while one of 4 is live"
+    assert count(holders(api), "old") == 4, "nor does the old replica claim the new configuration's free shards"
+    await old.set.stop()  # the old pod stops: its shards are handed back
+    await new.set.round()
+    table = holders(api)
+    assert count(table, "new") == 8 and count(table, "old") == 0, table
+    assert set(shard_counts(api).values()) == {"8"}, "the Leases claimed from the old configuration carry its count"
+
+
+async def test_a_killed_old_replicas_leases_end_the_wait_when_they_expire(
+    fleet: tuple[FakeApi, ManualClock, list[Replica]],
+) -> None:
+    api, clock, replicas = fleet
+    old = await member(api, clock, replicas, "old", 4)
+    await old.set.round()
+    replicas.remove(old)  # killed: never renews, never hands back
+    await old.set.stop_rounds()
+    new = await member(api, clock, replicas, "new", 2)
+    await new.set.round()
+    assert count(holders(api), "new") == 0
+    clock.advance(SETTINGS.lease_duration + 0.1)
+    await new.set.round()
+    assert count(holders(api), "new") == 2, holders(api)
+    for hold in old.set._holds.values():
+        hold.cancel()
+
+
+async def test_sharded_replicas_wait_for_the_unsharded_leader_and_it_waits_for_them(
+    fleet: tuple[FakeApi, ManualClock, list[Replica]],
+) -> None:
+    """1 -> 4 shards: the leader Lease covers every namespace, so no shard Lease is taken while it is live."""
+    api, clock, replicas = fleet
+    leader = Lease(api, name="wso", namespace=NS, identity="leader", settings=SETTINGS, clock=clock)
+    assert await leader.try_acquire()
+    sharded = await member(api, clock, replicas, "sharded", 4)
+    await sharded.set.round()
+    assert count(holders(api), "sharded") == 0
+    await leader.release()
+    await sharded.set.round()
+    assert count(holders(api), "sharded") == 4
+
+
+async def test_the_unsharded_leader_is_not_taken_while_a_sharded_replica_holds_a_shard(
+    fleet: tuple[FakeApi, ManualClock, list[Replica]],
+) -> None:
+    """4 -> 1 shard: the new unsharded replica waits for the old sharded one to hand its shards back."""
+    api, clock, replicas = fleet
+    sharded = await member(api, clock, replicas, "sharded", 4)
+    await sharded.set.round()
+    may_lead = no_shard_leases_live(api, namespace=NS, leader="wso", lease_duration=15, clock=clock)
+    assert not await may_lead()
+    clock.advance(SETTINGS.lease_duration - 1)
+    assert not await may_lead()
+    await sharded.set.stop()
+    assert await may_lead()
+    leader = Lease(api, name="wso", namespace=NS, identity="leader", settings=SETTINGS, clock=clock)
+    await leader.acquire(may_try=may_lead)
+    assert (api.get(LEASES.path(namespace=NS, name="wso")) or {}).get("spec", {}).get("holderIdentity") == "leader"
