@@ -82,6 +82,16 @@ def _adopt_crd(cluster: Cluster, release: str, namespace: str) -> None:
     cluster.kubectl("label", "crd", CRD, "--overwrite", "app.kubernetes.io/managed-by=Helm")
 
 
+def _disown_crd(cluster: Cluster) -> None:
+    """Take back what ``_adopt_crd`` wrote: the annotations and label it set belong to the field manager of
+    ``kubectl annotate``/``kubectl label``, and a later ``helm install --take-ownership`` (server-side apply) would
+    meet them as conflicts. Without them, the next release sets its own."""
+    cluster.kubectl(
+        "annotate", "crd", CRD, "meta.helm.sh/release-name-", "meta.helm.sh/release-namespace-", check=False,
+    )  # fmt: skip
+    cluster.kubectl("label", "crd", CRD, "app.kubernetes.io/managed-by-", check=False)
+
+
 def _user_env(cluster: Cluster) -> dict[str, str]:
     env = cluster.env()
     for inherited in ("IMG", "CLUSTER", "MAKEFLAGS", "MAKELEVEL", "MFLAGS", "KUBE_CONTEXT"):
@@ -106,6 +116,7 @@ def quickstart(cluster: Cluster, tmp_path: Path) -> Iterator[list[str]]:
             timeout=300,
             check=False,
         )
+        _disown_crd(cluster)
 
 
 def test_readme_quickstart_on_kind(cluster: Cluster, quickstart: list[str]) -> None:
