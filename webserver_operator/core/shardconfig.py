@@ -80,8 +80,8 @@ class OtherConfigs:
         was read too.
 
         Each Lease's expiry is measured from when this replica first saw its current record, so call this with every
-        list of the shard Leases, including the rounds that claim nothing. The leader's Lease is read only when
-        claiming: its last sighting is kept between reads (the same record seen again means it was not renewed).
+        list of the shard Leases, including the rounds that claim nothing. When the leader's Lease is not passed, its
+        last sighting is kept for the next read (the same record seen again means it was not renewed).
         """
         now = self._clock()
         seen = {name: sighting for name, sighting in self._sightings.items() if name == self._leader}

@@ -149,9 +149,15 @@ class ShardSet:
                 replicas=self._replicas,
             )
         )
-        wanted = len(moves.claim)
-        if not await self._no_other_config(items, claiming=wanted > 0):
-            wanted = 0
+        others = await self._other_configs(items)
+        if others and any(other.shards == 1 for other in others) and self._holds:
+            # A leader of an operator version without this check took the leader Lease while we hold shards: it
+            # writes every namespace, so ours must stop (the leader of this version never takes it while we do).
+            log.warning("%s; handing every shard back", waiting_message(others, shards=self._shards))
+            for shard in sorted(self._holds):
+                await self._hand_back(shard)
+            return
+        wanted = len(moves.claim) if others == [] else 0
         for shard in (*moves.claim, *moves.spare):
             if wanted == 0:
                 break
@@ -167,33 +173,30 @@ class ShardSet:
             )
             await self._hand_back(moves.release)
 
-    async def _no_other_config(self, items: list[dict[str, Any]], *, claiming: bool) -> bool:
-        """Whether no live Lease of another shard count, nor the unsharded leader's, forbids claiming now.
+    async def _other_configs(self, items: list[dict[str, Any]]) -> list[OtherConfig] | None:
+        """The live Leases of another shard count and the live unsharded leader Lease; ``None`` if unreadable.
 
-        The shard Leases just listed are looked at every round (their expiry counts from the first sighting); the
-        leader's Lease is read only when this replica wants to claim, so it costs a GET then and nothing in steady
-        state. See ``core.shardconfig``.
+        Every round: expiry counts from the first sighting, and an unsharded leader of a version that does not wait
+        for shard Leases (0.1.0) must be noticed even in steady state. Costs one GET of the leader Lease per round,
+        next to the two lists. See ``core.shardconfig``.
         """
         leader = None
-        if claiming:
-            try:
-                leader = await self._group.api.request(
-                    "GET", LEASES.path(namespace=self._group.namespace, name=self._group.name)
-                )
-            except NotFound:
-                pass
-            except (KubeError, TimeoutError) as error:
-                log.warning("not claiming shards this round: the leader Lease could not be read (%s)", error)
-                return False
+        try:
+            leader = await self._group.api.request(
+                "GET", LEASES.path(namespace=self._group.namespace, name=self._group.name)
+            )
+        except NotFound:
+            pass
+        except (KubeError, TimeoutError) as error:
+            log.warning("not claiming shards this round: the leader Lease could not be read (%s)", error)
+            return None
         others = self._others.live(items, leader)
-        if not claiming:
-            return True
         if others and others != self._waiting_for:
             log.warning(waiting_message(others, shards=self._shards))
         elif not others and self._waiting_for:
             log.info("no replica of another shard configuration is left: claiming shards")
         self._waiting_for = others
-        return not others
+        return others
 
     async def stop(self) -> None:
         """Stop the rounds and hand every held shard back (drained, then released); for a graceful shutdown."""

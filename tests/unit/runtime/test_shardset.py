@@ -311,3 +311,21 @@ async def test_the_unsharded_leader_is_not_taken_while_a_sharded_replica_holds_a
     leader = Lease(api, name="wso", namespace=NS, identity="leader", settings=SETTINGS, clock=clock)
     await leader.acquire(may_try=may_lead)
     assert (api.get(LEASES.path(namespace=NS, name="wso")) or {}).get("spec", {}).get("holderIdentity") == "leader"
+
+
+async def test_shards_are_handed_back_when_a_leader_that_does_not_wait_takes_the_leader_lease(
+    fleet: tuple[FakeApi, ManualClock, list[Replica]],
+) -> None:
+    """1 -> 4 shards from 0.1.0, whose standby takes the leader Lease without looking at shard Leases."""
+    api, clock, replicas = fleet
+    sharded = await member(api, clock, replicas, "sharded", 4)
+    await sharded.set.round()
+    assert count(holders(api), "sharded") == 4
+    old_standby = Lease(api, name="wso", namespace=NS, identity="old-standby", settings=SETTINGS, clock=clock)
+    assert await old_standby.try_acquire()
+    await sharded.set.round()
+    assert count(holders(api), "sharded") == 0
+    assert sharded.events[-4:] == ["-0", "-1", "-2", "-3"], "each shard's work stopped before its Lease was released"
+    await old_standby.release()
+    await sharded.set.round()
+    assert count(holders(api), "sharded") == 4
