@@ -40,8 +40,11 @@ MANAGER_RULES: frozenset[Rule] = frozenset(
     | {("", "services", v) for v in ("get", "list", "watch", "create", "patch")}
     | {("", "events", v) for v in ("create", "patch")}
 )
+# Unsharded: get and update the leader Lease (by name), create it, and list the Leases of the release namespace to
+# see whether sharded replicas still hold shard Leases (a change of --shards in progress; list cannot be limited by
+# name).
 LEADER_ELECTION_RULES: frozenset[Rule] = frozenset(
-    {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")}
+    {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update", "list")}
 )
 # Sharded (--shards > 1): every replica lists the shard and member Leases by label, creates and renews them, and
 # deletes member Leases (its own on shutdown, dead replicas' ones); member Lease names are not known in advance.

@@ -32,7 +32,7 @@ from webserver_operator.core.shardconfig import SHARD_COUNT_LABEL, OtherConfig, 
 from webserver_operator.core.shardplan import ShardView, next_moves
 from webserver_operator.core.shards import shard_index
 from webserver_operator.core.vocabulary import ApiRequests
-from webserver_operator.kube.errors import KubeError, NotFound
+from webserver_operator.kube.errors import Forbidden, KubeError, NotFound
 from webserver_operator.kube.paths import parse_path
 from webserver_operator.runtime.lease import Lease, LeaseLost
 from webserver_operator.runtime.membership import Membership
@@ -261,13 +261,27 @@ def no_shard_leases_live(
     """
     others = OtherConfigs(shards=1, leader=leader, lease_duration=lease_duration, clock=clock)
     waiting: list[OtherConfig] = []
+    forbidden = False
 
     async def may_try() -> bool:
-        nonlocal waiting
+        nonlocal waiting, forbidden
+        if forbidden:
+            return True
         try:
             listing = await api.request(
                 "GET", LEASES.path(namespace=namespace), query={"labelSelector": f"{SHARD_OF_LABEL}={leader}"}
             )
+        except Forbidden as error:
+            # RBAC from before this check (config/ or a Role of one's own): lead as before, and say what is missing.
+            log.warning(
+                "cannot list the Leases of namespace %s (%s), so the leader cannot tell whether sharded replicas of "
+                "a change of --shards still hold shard Leases. Grant list on leases in that namespace (the chart "
+                "and config/rbac do); until then, change --shards only with the old replicas stopped first",
+                namespace,
+                error,
+            )
+            forbidden = True
+            return True
         except (KubeError, TimeoutError) as error:
             log.warning("not trying for the leader Lease this period: the shard Leases could not be read (%s)", error)
             return False

@@ -62,7 +62,8 @@ SPREAD = [
         "matchLabelKeys": ["pod-template-hash"],
     }
 ]
-#: The leader election Role's rules before sharding existed, exactly: what every unsharded installation keeps.
+#: The leader election Role's rules, exactly, for every unsharded installation: the leader Lease by name, and create
+#: and list (to see shard Leases of a sharded configuration still running), which cannot be limited by name.
 ONE_LEADER_RULES = [
     {
         "apiGroups": ["coordination.k8s.io"],
@@ -70,7 +71,7 @@ ONE_LEADER_RULES = [
         "resourceNames": [LEASE],
         "verbs": ["get", "update"],
     },
-    {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+    {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create", "list"]},
 ]
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Unpack
 
@@ -40,6 +41,7 @@ from webserver_operator.manager.reviews import SUBJECT_ACCESS_REVIEWS, TOKEN_REV
 from webserver_operator.reconcile.setup import setup_webserver_controller
 from webserver_operator.runtime.cache import InformerCache
 from webserver_operator.runtime.lease import Lease
+from webserver_operator.runtime.shardset import no_shard_leases_live
 
 NS, NAME = "team-a", "web"
 
@@ -143,7 +145,9 @@ async def lead_and_release(api: RecordingApi) -> None:
         identity="me",
         settings=LeaseSettings(lease_duration=3, renew_deadline=2, retry_period=0.05),
     )
-    await elector.acquire()
+    await elector.acquire(
+        may_try=no_shard_leases_live(api, namespace=NS, leader="leader", lease_duration=3, clock=time.monotonic)
+    )
     acquired = api.get(path)
     hold = asyncio.create_task(elector.hold())
     await until(lambda: api.get(path) != acquired)  # renewed

@@ -329,3 +329,13 @@ async def test_shards_are_handed_back_when_a_leader_that_does_not_wait_takes_the
     await old_standby.release()
     await sharded.set.round()
     assert count(holders(api), "sharded") == 4
+
+
+async def test_a_leader_whose_rbac_cannot_list_leases_leads_as_before() -> None:
+    api = FakeApi()
+    path = LEASES.path(namespace=NS)
+    api.fail("GET", path, status_error(403, "Forbidden", method="GET", path=path), times=5)
+    may_lead = no_shard_leases_live(api, namespace=NS, leader="wso", lease_duration=15, clock=ManualClock())
+    assert await may_lead()
+    assert await may_lead()
+    assert len([c for c in api.calls if c.path == path]) == 1, "asked once, then not again"
