@@ -13,6 +13,7 @@ Short Lease timings (4 s / 3 s / 0.5 s) keep the failover within seconds; the me
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
@@ -28,6 +29,7 @@ from tests.support.cluster import Cluster, wait_until
 from tests.support.factories import webserver
 from tests.support.sharding import namespaces_per_shard
 from tests.support.webservers import wait_ready
+from webserver_operator.core.shardconfig import SHARD_COUNT_LABEL
 from webserver_operator.core.shards import shard_index
 from webserver_operator.desired import CHILD_LABEL_SELECTOR
 
@@ -48,12 +50,12 @@ class Fleet:
         self.logs = logs
         self.replicas: list[OperatorProcess] = []
 
-    def start(self) -> OperatorProcess:
+    def start(self, shards: int = SHARDS) -> OperatorProcess:
         replica = OperatorProcess(
             kubeconfig=self.cluster.kubeconfig,
             args=[
                 "--leader-elect",
-                f"--shards={SHARDS}",
+                f"--shards={shards}",
                 f"--leader-election-id={self.group}",
                 f"--leader-election-namespace={self.lease_namespace}",
                 "--workers=2",
@@ -69,12 +71,17 @@ class Fleet:
         """The identity the replica holds its Leases as (its start-up log line says)."""
         return next(str(line["identity"]) for line in replica.snapshot() if "identity" in line and "shards" in line)
 
+    def leases(self) -> list[dict[str, Any]]:
+        """``kubectl get leases -l webserver-operator.dev/shard-of=<group>``."""
+        listed = self.cluster.get_json("leases", "-l", f"{SHARD_OF}={self.group}", namespace=self.lease_namespace)
+        items: list[dict[str, Any]] = listed["items"]
+        return items
+
     def holders(self) -> dict[int, str]:
-        """Shard -> holder identity, as ``kubectl get leases -l webserver-operator.dev/shard-of=<group>`` shows."""
-        leases = self.cluster.get_json("leases", "-l", f"{SHARD_OF}={self.group}", namespace=self.lease_namespace)
+        """Shard -> holder identity, as the shard Leases show it."""
         return {
             int(item["metadata"]["name"].rsplit("-", 1)[1]): str(item["spec"].get("holderIdentity") or "")
-            for item in leases["items"]
+            for item in self.leases()
         }
 
     def held_by(self, replica: OperatorProcess) -> set[int]:
@@ -121,8 +128,15 @@ def fleet(gate_cluster: tuple[str, Cluster], tmp_path: Path) -> Iterator[Fleet]:
 def spread(gate_cluster: tuple[str, Cluster]) -> Iterator[dict[int, list[str]]]:
     """Twelve fresh namespaces, two per shard."""
     _, cluster = gate_cluster
-    per_shard = namespaces_per_shard(uuid.uuid4().hex[:6], shards=SHARDS, per_shard=2)
-    namespaces = [ns for names in per_shard.values() for ns in names]
+    with fresh_namespaces(cluster, shards=SHARDS, per_shard=2) as per_shard:
+        yield per_shard
+
+
+@contextlib.contextmanager
+def fresh_namespaces(cluster: Cluster, *, shards: int, per_shard: int) -> Iterator[dict[int, list[str]]]:
+    """``per_shard`` new namespaces in each of ``shards`` shards (shard -> names), deleted afterwards."""
+    by_shard = namespaces_per_shard(uuid.uuid4().hex[:6], shards=shards, per_shard=per_shard)
+    namespaces = [ns for names in by_shard.values() for ns in names]
     items = [
         {
             "apiVersion": "v1",
@@ -133,7 +147,7 @@ def spread(gate_cluster: tuple[str, Cluster]) -> Iterator[dict[int, list[str]]]:
     ]
     cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
     try:
-        yield per_shard
+        yield by_shard
     finally:
         cluster.kubectl("delete", "namespace", *namespaces, "--wait=false", "--ignore-not-found", check=False)
 
@@ -214,3 +228,64 @@ def test_three_replicas_split_six_shards_cache_only_their_own_and_take_over_a_ki
     namespace = spread[min(orphaned)][0]
     create(cluster, namespace, "after-takeover")
     wait_ready(cluster, namespace, "after-takeover", timeout=120)
+
+
+def test_a_new_shard_count_waits_until_the_replicas_of_the_old_one_have_stopped(
+    cluster: Cluster, crd: str, tmp_path: Path
+) -> None:
+    """2 -> 6 shards as a rolling update runs it: the new replica starts while the old ones work, then they stop.
+
+    Shard 1 of 2 and shards 3 to 5 of 6 cover the same namespaces: the new replica must hold nothing until the last
+    old one has stopped, the old ones keep every shard held meanwhile (the newcomer does not cut their share), and
+    then the new one takes all six and WebServers converge.
+    """
+    with (
+        fresh_namespaces(cluster, shards=2, per_shard=2) as per_shard,
+        cluster.temporary_namespace("t-shard-count") as lease_namespace,
+    ):
+        namespaces = [ns for names in per_shard.values() for ns in names]
+        fleet = Fleet(cluster, lease_namespace, f"count-{uuid.uuid4().hex[:6]}", tmp_path)
+        old = [fleet.start(shards=2), fleet.start(shards=2)]
+        try:
+            wait_until(
+                lambda: sorted(len(fleet.held_by(r)) for r in old) == [1, 1],
+                timeout=60,
+                message=lambda: f"the old replicas never split the two shards: {fleet.holders()}",
+            )
+            for namespace in namespaces:
+                create(cluster, namespace)
+            for namespace in namespaces:
+                wait_ready(cluster, namespace, "web", timeout=120)
+
+            new = fleet.start(shards=6)
+            time.sleep(LEASE_DURATION)  # several rounds of the new replica
+            assert fleet.held_by(new) == set(), (
+                f"the new replica took a Lease while the old ones run: {fleet.holders()}"
+            )
+            assert any("not taking any Lease" in str(line.get("msg")) for line in new.snapshot()), new.tail()
+            assert old[0].stop() == 0
+            wait_until(
+                lambda: fleet.held_by(old[1]) == {0, 1},
+                timeout=30,
+                message=lambda: f"the last old replica did not take the stopped one's shard: {fleet.holders()}",
+            )
+            time.sleep(LEASE_DURATION / 2)
+            assert fleet.held_by(new) == set(), "one old replica is still running"
+            assert old[1].stop() == 0
+            stopped_at = time.monotonic()
+            wait_until(
+                lambda: fleet.held_by(new) == set(range(6)),
+                timeout=30,
+                message=lambda: f"the new replica did not take the shards: {fleet.holders()}",
+            )
+            print(f"\nthe new shard count took over {time.monotonic() - stopped_at:.1f}s after the last old replica")
+            counts = {item["metadata"]["labels"].get(SHARD_COUNT_LABEL) for item in fleet.leases()}
+            assert counts == {"6"}, "every shard Lease now says 6 shards"
+            for namespace in namespaces:
+                create(cluster, namespace, "after-change")
+            for namespace in namespaces:
+                wait_ready(cluster, namespace, "after-change", timeout=120)
+        finally:
+            for replica in fleet.replicas:
+                if replica.proc.poll() is None:
+                    assert replica.stop() == 0, replica.tail()
