@@ -233,6 +233,11 @@ async def member(api: FakeApi, clock: ManualClock, replicas: list[Replica], iden
     return replica
 
 
+def leader_lease(api: FakeApi, clock: ManualClock, identity: str) -> Lease:
+    """The unsharded leader's Lease of the group, as a replica of ``--shards 1`` holds it."""
+    return Lease(api, name="wso", namespace=NS, identity=identity, settings=SETTINGS, clock=clock)
+
+
 def shard_counts(api: FakeApi) -> dict[str, str]:
     """``kubectl get leases -L webserver-operator.dev/shard-count``: shard Lease name -> its shard-count label."""
     return {
@@ -285,7 +290,7 @@ async def test_sharded_replicas_wait_for_the_unsharded_leader_and_it_waits_for_t
 ) -> None:
     """1 -> 4 shards: the leader Lease covers every namespace, so no shard Lease is taken while it is live."""
     api, clock, replicas = fleet
-    leader = Lease(api, name="wso", namespace=NS, identity="leader", settings=SETTINGS, clock=clock)
+    leader = leader_lease(api, clock, "leader")
     assert await leader.try_acquire()
     sharded = await member(api, clock, replicas, "sharded", 4)
     await sharded.set.round()
@@ -308,7 +313,7 @@ async def test_the_unsharded_leader_is_not_taken_while_a_sharded_replica_holds_a
     assert not await may_lead()
     await sharded.set.stop()
     assert await may_lead()
-    leader = Lease(api, name="wso", namespace=NS, identity="leader", settings=SETTINGS, clock=clock)
+    leader = leader_lease(api, clock, "leader")
     await leader.acquire(may_try=may_lead)
     assert (api.get(LEASES.path(namespace=NS, name="wso")) or {}).get("spec", {}).get("holderIdentity") == "leader"
 
@@ -321,7 +326,7 @@ async def test_shards_are_handed_back_when_a_leader_that_does_not_wait_takes_the
     sharded = await member(api, clock, replicas, "sharded", 4)
     await sharded.set.round()
     assert count(holders(api), "sharded") == 4
-    old_standby = Lease(api, name="wso", namespace=NS, identity="old-standby", settings=SETTINGS, clock=clock)
+    old_standby = leader_lease(api, clock, "old-standby")
     assert await old_standby.try_acquire()
     await sharded.set.round()
     assert count(holders(api), "sharded") == 0
