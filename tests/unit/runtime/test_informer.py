@@ -237,13 +237,15 @@ async def test_stalled_watch_is_restarted_from_the_same_rv() -> None:
 
 async def test_slow_but_steady_watch_is_not_mistaken_for_a_stall() -> None:
     script: list[Any] = []
-    for rv in range(6, 12):
-        script += [0.02, bookmark(str(rv))]  # 0.12 s in all, never 0.05 s without an event
+    for rv in range(6, 21):
+        # 0.45 s in all against a stall timeout of 0.25 s, never more than 0.03 s without an event: a gap eight times
+        # that (a loaded machine pausing the loop) is still no stall.
+        script += [0.03, bookmark(str(rv))]
     kube = FakeKube(lists=[page([], "5")], watches=[script])
-    informer = make_informer(kube, stall_timeout=0.05)
+    informer = make_informer(kube, stall_timeout=0.25)
     stalls_before = counter("webserver_operator_watch_restarts_total", {"resource": "webservers", "reason": "stalled"})
     await run_until_idle(informer, kube)
-    assert [q["resourceVersion"] for q in kube.watch_queries] == ["5", "11"]
+    assert [q["resourceVersion"] for q in kube.watch_queries] == ["5", "20"]
     stalls = counter("webserver_operator_watch_restarts_total", {"resource": "webservers", "reason": "stalled"})
     assert stalls == stalls_before
 
