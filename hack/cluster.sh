@@ -70,8 +70,8 @@ kill_leftovers() {
 }
 
 cmd_down() {
-  use_tools
   if [[ -d "${CLUSTER_DIR}" ]]; then
+    use_tools # only when there is a cluster to delete: stopping nothing must never build the tools
     log "deleting cluster ${CLUSTER_NAME}"
     kwokctl delete cluster --name "${CLUSTER_NAME}" >/dev/null 2>&1 || true
   fi

@@ -257,6 +257,16 @@ def test_the_local_cluster_builds_its_own_tools_only(machine: Machine) -> None:
     assert not [p for p in built if "helm" in p or "prometheus" in p or "sigs.k8s.io/kind" in p], built
 
 
+@pytest.mark.parametrize("line", ["", "oldest"])
+def test_stopping_a_cluster_that_is_not_running_builds_nothing(machine: Machine, line: str) -> None:
+    """CI stops leftover clusters of both Kubernetes lines before its tests: that must not build a control plane (it
+    built the oldest one silently, its output sent to /dev/null, outside the step that says it builds)."""
+    machine.fake_go()
+    result = machine.run(str(HACK / "cluster.sh"), "down", CLUSTER_NAME="tooling-test", KUBERNETES_LINE=line)
+    assert result.returncode == 0, result.stderr
+    assert _built_packages(machine) == ""
+
+
 def test_demo_and_kind_load_targets_have_no_tool_prerequisites(machine: Machine) -> None:
     for target in ("demo", "kind-load"):
         result = machine.make("-n", target)
