@@ -380,22 +380,13 @@ def _measure(h: Harness, result: Result, baseline: Window, windows: list[Window]
     rate = 0.0
 
     def measure(w: Window) -> Figures:
-        n = 3 * len(h.namespaces) if w.name == "40-namespaces" else informers
+        moved: list[str] | None = None
         if sharded:  # three informers per shard, started once per shard and again with every handover
             moved = handovers(found, w.start, w.end)
-            return figures(
-                w,
-                requests,
-                webservers=webservers,
-                baseline_rate=rate,
-                timeline=timeline,
-                deposed=deposed,
-                incidents=incidents,
-                informers_per_process=3,
-                slots=h.cfg.shards + len(moved),
-                handovers=moved,
-                shards=h.cfg.shards,
-            )
+            per_process, slots = 3, h.cfg.shards + len(moved)
+        else:
+            per_process = 3 * len(h.namespaces) if w.name == "40-namespaces" else informers
+            slots = len(h.replicas)
         return figures(
             w,
             requests,
@@ -404,8 +395,10 @@ def _measure(h: Harness, result: Result, baseline: Window, windows: list[Window]
             timeline=timeline,
             deposed=deposed,
             incidents=incidents,
-            informers_per_process=n,
-            slots=len(h.replicas),
+            informers_per_process=per_process,
+            slots=slots,
+            handovers=moved,
+            shards=h.cfg.shards if sharded else 1,
         )
 
     if baseline.end:

@@ -19,6 +19,7 @@ on uninstall).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import time
@@ -197,11 +198,28 @@ class Release:
         )
 
 
+@contextlib.contextmanager
+def release_namespace(cluster: Cluster, prefix: str) -> Iterator[str]:
+    """A fresh namespace for a release: restricted Pod Security, scrapeable by the chart's NetworkPolicy."""
+    with cluster.temporary_namespace(
+        prefix, labels={"pod-security.kubernetes.io/enforce": "restricted", **METRICS_NAMESPACE_LABEL}
+    ) as namespace:
+        yield namespace
+
+
+@contextlib.contextmanager
+def own_release_namespace(cluster: Cluster, prefix: str, release: str) -> Iterator[str]:
+    """``release_namespace`` for a test that installs release ``release`` itself; uninstalled afterwards."""
+    with release_namespace(cluster, prefix) as namespace:
+        try:
+            yield namespace
+        finally:
+            helm(cluster, "uninstall", release, "-n", namespace, "--wait", "--timeout=120s", check=False)
+
+
 @pytest.fixture(scope="module")
 def release(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Release]:
-    with cluster.temporary_namespace(
-        "wo-e2e", labels={"pod-security.kubernetes.io/enforce": "restricted", **METRICS_NAMESPACE_LABEL}
-    ) as namespace:
+    with release_namespace(cluster, "wo-e2e") as namespace:
         yield from _installed(cluster, namespace, tmp_path_factory)
 
 

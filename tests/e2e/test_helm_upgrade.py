@@ -25,7 +25,7 @@ import pytest
 
 from harness.paths import ROOT
 from harness.scrape import metric_value
-from tests.e2e.conftest import METRICS_NAMESPACE_LABEL, SCRAPER, helm, split_image
+from tests.e2e.conftest import SCRAPER, helm, own_release_namespace, split_image
 from tests.integration.test_upgrade import BASELINE_REF
 from tests.support.cluster import Cluster, wait_until
 from tests.support.factories import webserver
@@ -96,13 +96,8 @@ def _image_values(image: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def operator_namespace(cluster: Cluster) -> Iterator[str]:
-    with cluster.temporary_namespace(
-        "wo-upgrade", labels={"pod-security.kubernetes.io/enforce": "restricted", **METRICS_NAMESPACE_LABEL}
-    ) as name:
-        try:
-            yield name
-        finally:
-            helm(cluster, "uninstall", RELEASE, "-n", name, "--wait", "--timeout=120s", check=False)
+    with own_release_namespace(cluster, "wo-upgrade", RELEASE) as name:
+        yield name
 
 
 def _snapshot(cluster: Cluster, namespace: str) -> dict[str, dict[str, Any]]:

@@ -9,18 +9,16 @@ and the WebServers in namespaces spread over the shards becoming Ready, before a
 
 from __future__ import annotations
 
-import json
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from harness.paths import ROOT
-from tests.e2e.conftest import METRICS_NAMESPACE_LABEL, helm, split_image
+from tests.e2e.conftest import helm, own_release_namespace, split_image
 from tests.support.cluster import Cluster, wait_until
 from tests.support.factories import webserver
-from tests.support.sharding import namespaces_per_shard
+from tests.support.sharding import fresh_namespaces
 from tests.support.webservers import wait_ready
 
 pytestmark = pytest.mark.kind
@@ -34,33 +32,15 @@ SHARD_OF = "webserver-operator.dev/shard-of"
 
 @pytest.fixture(scope="module")
 def operator_namespace(cluster: Cluster) -> Iterator[str]:
-    with cluster.temporary_namespace(
-        "wo-sharded", labels={"pod-security.kubernetes.io/enforce": "restricted", **METRICS_NAMESPACE_LABEL}
-    ) as name:
-        try:
-            yield name
-        finally:
-            helm(cluster, "uninstall", RELEASE, "-n", name, "--wait", "--timeout=120s", check=False)
+    with own_release_namespace(cluster, "wo-sharded", RELEASE) as name:
+        yield name
 
 
 @pytest.fixture(scope="module")
 def spread(cluster: Cluster) -> Iterator[dict[int, list[str]]]:
     """Eight fresh namespaces, two per shard."""
-    per_shard = namespaces_per_shard(uuid.uuid4().hex[:6], shards=SHARDS, per_shard=2)
-    namespaces = [ns for names in per_shard.values() for ns in names]
-    items = [
-        {
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {"name": ns, "labels": {"webserver-operator.dev/test": "true"}},
-        }
-        for ns in namespaces
-    ]
-    cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
-    try:
+    with fresh_namespaces(cluster, shards=SHARDS, per_shard=2) as per_shard:
         yield per_shard
-    finally:
-        cluster.kubectl("delete", "namespace", *namespaces, "--wait=false", "--ignore-not-found", check=False)
 
 
 def pods(cluster: Cluster, namespace: str) -> list[dict[str, Any]]:
@@ -104,6 +84,22 @@ def create_and_wait(cluster: Cluster, spread: dict[int, list[str]], name: str) -
             wait_ready(cluster, namespace, name, timeout=180)
 
 
+def two_pods_splitting_the_shards(cluster: Cluster, namespace: str) -> set[str]:
+    """Wait until two operator pods are Ready and hold two shards each; their names."""
+    wait_until(
+        lambda: len(pods(cluster, namespace)) == 2 and all(map(ready, pods(cluster, namespace))),
+        timeout=120,
+        message="two operator pods Ready",
+    )
+    names = {pod["metadata"]["name"] for pod in pods(cluster, namespace)}
+    wait_until(
+        lambda: split_between(cluster, namespace, names),
+        timeout=90,
+        message=lambda: f"the pods {sorted(names)} never split the shards two and two: {holders(cluster, namespace)}",
+    )
+    return names
+
+
 def test_two_sharded_replicas_split_the_shards_and_a_deleted_pods_shards_move(
     cluster: Cluster, operator_namespace: str, spread: dict[int, list[str]]
 ) -> None:
@@ -132,19 +128,7 @@ def test_two_sharded_replicas_split_the_shards_and_a_deleted_pods_shards_move(
     cluster.kubectl(
         "rollout", "status", f"deployment/{FULLNAME}", "-n", operator_namespace, "--timeout=180s", timeout=200
     )
-    wait_until(
-        lambda: len(pods(cluster, operator_namespace)) == 2 and all(map(ready, pods(cluster, operator_namespace))),
-        timeout=120,
-        message="both operator pods Ready",
-    )
-    first = {pod["metadata"]["name"] for pod in pods(cluster, operator_namespace)}
-    wait_until(
-        lambda: split_between(cluster, operator_namespace, first),
-        timeout=90,
-        message=lambda: (
-            f"the two pods {sorted(first)} never split the shards two and two: {holders(cluster, operator_namespace)}"
-        ),
-    )
+    first = two_pods_splitting_the_shards(cluster, operator_namespace)
     create_and_wait(cluster, spread, "web")
 
     deleted = sorted(first)[0]
@@ -157,15 +141,5 @@ def test_two_sharded_replicas_split_the_shards_and_a_deleted_pods_shards_move(
             f"shards {sorted(moved)} of the deleted pod {deleted} did not move: {holders(cluster, operator_namespace)}"
         ),
     )
-    wait_until(
-        lambda: len(pods(cluster, operator_namespace)) == 2 and all(map(ready, pods(cluster, operator_namespace))),
-        timeout=120,
-        message="the Deployment's replacement pod Ready",
-    )
-    now = {pod["metadata"]["name"] for pod in pods(cluster, operator_namespace)}
-    wait_until(
-        lambda: split_between(cluster, operator_namespace, now),
-        timeout=90,
-        message=lambda: f"the pods {sorted(now)} never split the shards again: {holders(cluster, operator_namespace)}",
-    )
+    two_pods_splitting_the_shards(cluster, operator_namespace)  # the Deployment's replacement pod among them
     create_and_wait(cluster, spread, "after-move")

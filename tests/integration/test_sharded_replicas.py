@@ -13,8 +13,6 @@ Short Lease timings (4 s / 3 s / 0.5 s) keep the failover within seconds; the me
 
 from __future__ import annotations
 
-import contextlib
-import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -27,7 +25,7 @@ from harness.operator import OperatorProcess
 from harness.scrape import metric_value
 from tests.support.cluster import Cluster, wait_until
 from tests.support.factories import webserver
-from tests.support.sharding import namespaces_per_shard
+from tests.support.sharding import fresh_namespaces
 from tests.support.webservers import wait_ready
 from webserver_operator.core.shardconfig import SHARD_COUNT_LABEL
 from webserver_operator.core.shards import shard_index
@@ -130,26 +128,6 @@ def spread(gate_cluster: tuple[str, Cluster]) -> Iterator[dict[int, list[str]]]:
     _, cluster = gate_cluster
     with fresh_namespaces(cluster, shards=SHARDS, per_shard=2) as per_shard:
         yield per_shard
-
-
-@contextlib.contextmanager
-def fresh_namespaces(cluster: Cluster, *, shards: int, per_shard: int) -> Iterator[dict[int, list[str]]]:
-    """``per_shard`` new namespaces in each of ``shards`` shards (shard -> names), deleted afterwards."""
-    by_shard = namespaces_per_shard(uuid.uuid4().hex[:6], shards=shards, per_shard=per_shard)
-    namespaces = [ns for names in by_shard.values() for ns in names]
-    items = [
-        {
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {"name": ns, "labels": {"webserver-operator.dev/test": "true"}},
-        }
-        for ns in namespaces
-    ]
-    cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
-    try:
-        yield by_shard
-    finally:
-        cluster.kubectl("delete", "namespace", *namespaces, "--wait=false", "--ignore-not-found", check=False)
 
 
 def create(cluster: Cluster, namespace: str, name: str = "web") -> None:

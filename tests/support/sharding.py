@@ -69,3 +69,23 @@ def namespaces_per_shard(run: str, *, shards: int, per_shard: int) -> dict[int, 
         if len(names) < per_shard:
             names.append(name)
     return chosen
+
+
+@contextlib.contextmanager
+def fresh_namespaces(cluster: Cluster, *, shards: int, per_shard: int) -> Iterator[dict[int, list[str]]]:
+    """``per_shard`` new namespaces in each of ``shards`` shards (shard -> names), created now, deleted afterwards."""
+    by_shard = namespaces_per_shard(uuid.uuid4().hex[:6], shards=shards, per_shard=per_shard)
+    namespaces = [ns for names in by_shard.values() for ns in names]
+    items = [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": ns, "labels": {"webserver-operator.dev/test": "true"}},
+        }
+        for ns in namespaces
+    ]
+    cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    try:
+        yield by_shard
+    finally:
+        cluster.kubectl("delete", "namespace", *namespaces, "--wait=false", "--ignore-not-found", check=False)
