@@ -11,60 +11,50 @@ emptyDir) only for ``ssl`` to load it (the standard library loads keys from file
 A mounted certificate is read at start and again whenever its files change (``manager.certreload``): a renewal by
 cert-manager is served without a restart.
 
-``self_signed`` is pure; ``server_ssl_context`` reads or writes files. Called by ``manager.metrics_server``.
+The pair is made in a child process (``manager.certgen``), so that the operator never imports ``cryptography``:
+that library would keep about 10 MB resident for the life of the process, for a few lines run once.
+``server_ssl_context`` reads or writes files. Called by ``manager.metrics_server``.
 """
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
+import json
 import socket
 import ssl
+import subprocess
+import sys
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-__all__ = ["CERT_FILE", "KEY_FILE", "load_mounted", "self_signed", "server_ssl_context"]
+__all__ = ["CERT_FILE", "KEY_FILE", "load_mounted", "self_signed_pem", "server_ssl_context"]
 
 #: File names in ``--metrics-cert-path``: the keys of a ``kubernetes.io/tls`` Secret, as cert-manager writes them.
 CERT_FILE = "tls.crt"
 KEY_FILE = "tls.key"
-_VALIDITY = datetime.timedelta(days=365)
-_CLOCK_SKEW = datetime.timedelta(hours=1)
+#: The program that makes the self-signed pair (``manager.certgen``), run as a child of the operator.
+CERTGEN_MODULE = "webserver_operator.manager.certgen"
+_CERTGEN_TIMEOUT_SECONDS = 60.0
 
 
-def self_signed(*, hosts: Sequence[str], now: datetime.datetime) -> tuple[bytes, bytes]:
-    """A new P-256 key and a self-signed server certificate for ``hosts`` (names or IPs), as PEM (cert, key)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "webserver-operator-metrics")])
-    alt_names: list[x509.GeneralName] = []
-    for host in dict.fromkeys(hosts):
-        try:
-            alt_names.append(x509.IPAddress(ipaddress.ip_address(host)))
-        except ValueError:
-            alt_names.append(x509.DNSName(host))
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _CLOCK_SKEW)
-        .not_valid_after(now + _VALIDITY)
-        .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), key_pem
+def self_signed_pem(hosts: list[str]) -> tuple[bytes, bytes]:
+    """A new self-signed (cert, key) PEM pair for ``hosts``, made by ``manager.certgen`` in a child process."""
+    command = [sys.executable, "-m", CERTGEN_MODULE, *hosts]
+    try:
+        done = subprocess.run(command, capture_output=True, timeout=_CERTGEN_TIMEOUT_SECONDS, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise RuntimeError(
+            f"cannot make the self-signed metrics certificate: running {' '.join(command[:3])} failed ({err}); "
+            "mount a certificate and set --metrics-cert-path, or serve plain HTTP with --no-metrics-secure"
+        ) from err
+    if done.returncode != 0:
+        error = done.stderr.decode(errors="replace").strip().splitlines()
+        raise RuntimeError(
+            f"cannot make the self-signed metrics certificate: {' '.join(command[:3])} exited with "
+            f"{done.returncode} ({error[-1] if error else 'no message'}); check that the cryptography package is "
+            "installed, or mount a certificate and set --metrics-cert-path"
+        )
+    pair = json.loads(done.stdout)
+    return str(pair["cert"]).encode(), str(pair["key"]).encode()
 
 
 def server_ssl_context(cert_dir: str | None) -> ssl.SSLContext:
@@ -75,7 +65,7 @@ def server_ssl_context(cert_dir: str | None) -> ssl.SSLContext:
         load_mounted(context, Path(cert_dir))
         return context
     hosts = ["localhost", "127.0.0.1", "::1", socket.gethostname()]
-    cert, key = self_signed(hosts=hosts, now=datetime.datetime.now(datetime.UTC))
+    cert, key = self_signed_pem(hosts)
     try:
         with tempfile.TemporaryDirectory(prefix="metrics-cert-") as tmp:
             cert_file, key_file = Path(tmp, CERT_FILE), Path(tmp, KEY_FILE)

@@ -1,17 +1,21 @@
-"""The metrics server's certificate (manager.certs): self-signed at start, or the mounted pair, with clear errors."""
+"""The metrics server's certificate (manager.certs, manager.certgen): self-signed at start, or the mounted pair."""
 
 from __future__ import annotations
 
 import datetime
 import ipaddress
 import ssl
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from cryptography import x509
 
 from tests.support.tls import issue_certificate
-from webserver_operator.manager.certs import self_signed, server_ssl_context
+from webserver_operator.manager import certs
+from webserver_operator.manager.certgen import self_signed
+from webserver_operator.manager.certs import server_ssl_context
 
 
 def test_self_signed_certificate_names_the_hosts_and_serves_a_year() -> None:
@@ -50,6 +54,27 @@ def test_an_unwritable_temp_dir_says_what_to_do(tmp_path: Path, monkeypatch: pyt
     with pytest.raises(
         OSError, match=r"give the pod a writable /tmp .* or mount a certificate and set --metrics-cert-path"
     ):
+        server_ssl_context(None)
+
+
+def test_the_operator_process_never_loads_the_cryptography_library() -> None:
+    """The self-signed pair comes from a child process: the operator keeps no 10 MB crypto library resident."""
+    program = (
+        "import sys, ssl\n"
+        "import webserver_operator.manager.operator\n"
+        "from webserver_operator.manager.certs import server_ssl_context\n"
+        "context = server_ssl_context(None)\n"
+        "assert context.get_ca_certs() == [] and isinstance(context, ssl.SSLContext)\n"
+        "print(sorted(name for name in sys.modules if name.split('.')[0] == 'cryptography'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_a_certificate_program_that_fails_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(certs, "CERTGEN_MODULE", "webserver_operator.manager.no_such_module")
+    with pytest.raises(RuntimeError, match=r"exited with 1 \(.*No module named.*\); check that the cryptography"):
         server_ssl_context(None)
 
 
