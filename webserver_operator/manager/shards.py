@@ -137,8 +137,9 @@ class ShardWork:
             shard = self.shard_of(key)
             if shard in depth:
                 depth[shard] += 1
+        cached = {name: view.cached_per_shard() for name, view in self.cache.groups.items()}
         for shard, count in depth.items():
-            publish_shard(shard, queued=count, cached={name: v.cached(shard) for name, v in self.cache.groups.items()})
+            publish_shard(shard, queued=count, cached={name: counts.get(shard, 0) for name, counts in cached.items()})
 
     async def publish_forever(self) -> None:
         while True:
