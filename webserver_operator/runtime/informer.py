@@ -391,6 +391,8 @@ class Informer:
     async def _watch_until_relist(self) -> str:
         """Watch (and re-watch) from ``resource_version`` until only a relist helps; returns the reason."""
         while True:
+            if self._needs_list:  # shards gained while no request was in flight (e.g. during a backoff)
+                return "new shards"
             started = self._clock()
             stall_timeout = self._stall_timeout()
             try:
@@ -398,9 +400,7 @@ class Informer:
                     received = await self._watch_once(stall_timeout)
             except Interrupted:
                 self._restart("rescoped")
-                if self._needs_list:
-                    return "new shards"
-                continue  # shards let go: the same resume point, a narrower selector
+                continue  # shards gained: the check above relists; shards let go: a narrower watch, same resume point
             except _Stalled:
                 self._restart("stalled")
                 delay = self._backoff.next_delay()

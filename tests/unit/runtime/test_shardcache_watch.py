@@ -15,11 +15,14 @@ import contextlib
 import pytest
 
 from tests.support.shard_server import ShardServer
+from tests.unit.runtime.test_informer import FakeKube, page
 from webserver_operator import metrics
+from webserver_operator.core.backoff import Backoff, BackoffPolicy
 from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import WatchSettings
 from webserver_operator.core.shards import ShardUnion, shard_index, shard_ranges
 from webserver_operator.core.vocabulary import EventType, KubeObject, KubeObjects, ObjectKey, object_key
+from webserver_operator.kube.errors import TransportError
 from webserver_operator.runtime.informer import Informer
 from webserver_operator.runtime.shardcache import ShardedInformerCache
 from webserver_operator.runtime.shardfilter import FallbackNotice
@@ -47,6 +50,10 @@ def selector(shard: int) -> str:
     text = shard_ranges(SHARDS)[shard].selector
     assert text is not None
     return text
+
+
+def item(namespace: str) -> KubeObject:
+    return {"metadata": {"namespace": namespace, "name": "web", "resourceVersion": "1"}, "spec": {}}
 
 
 def populated(resource: Resource, *, gate: bool) -> ShardServer:
@@ -241,6 +248,39 @@ async def test_a_shard_let_go_while_its_event_is_on_the_way_is_no_evidence_again
         assert metrics.REGISTRY.get_sample_value("webserver_operator_shard_filter_client_side", filtered) == 0
         assert server.watch_queries[-1]["shardSelector"] == selector(0)
         assert len(server.list_queries) == 1
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_a_shard_gained_while_the_informer_backs_off_is_listed_before_it_watches_again() -> None:
+    """A gain between two requests (nothing to give up) must still bring a list, or the shard never syncs."""
+    lists = [
+        page([item(ns) for ns in NAMESPACES[0]], "10"),
+        page([item(ns) for ns in NAMESPACES[0] + NAMESPACES[1]], "20"),
+    ]
+    kube = FakeKube(lists=lists, watches=[TransportError(method="GET", path=DEPLOYMENTS.path(), cause="reset")])
+    informer = Informer(
+        kube,
+        DEPLOYMENTS,
+        shard=ShardUnion(SHARDS, frozenset({0})),
+        name="deployments-backing-off",
+        fallback_notice=FallbackNotice(),
+        scope_settle=0.0,
+        backoff=Backoff(BackoffPolicy(base=0.5, cap=0.5)),
+    )
+    task = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(informer.wait_listed(0), 3)
+        await asyncio.sleep(0.1)  # the watch opened after the list and failed at once: its 0.5 s backoff runs
+        assert informer.consecutive_failures == 1 and kube.watch_queries[0]["shardSelector"] == selector(0)
+        informer.rescope(ShardUnion(SHARDS, frozenset({0, 1})))
+        await asyncio.wait_for(informer.wait_listed(informer.scope_version), 3)
+
+        both = ShardUnion(SHARDS, frozenset({0, 1})).selector
+        assert [q.get("shardSelector") for q in kube.list_queries] == [selector(0), both]
+        assert keys_of(informer.store.list()) == keys(0, 1) and informer.scope_listed
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
