@@ -189,8 +189,9 @@ def _sharded_text(cfg: RunConfig) -> list[str]:
         "## Rules",
         "",
         "- **recovered**, **no retry storm**, **liveness never failed**, **no unhandled exception**: as in the full "
-        "run; a shard handover counts as a catch-up of 1/shards of the WebServers, each held shard has three "
-        "informers, and the Lease LISTs of every replica's rounds count with the other requests, not as relists.",
+        "run; a shard handover counts as a catch-up of 1/shards of the WebServers, each shard gained allows a "
+        "list of its replica's three informers, and the Lease LISTs of every replica's rounds count with the other "
+        "requests, not as relists.",
         "- **0 writes for a shard without a current grant of its Lease (0 s slack)**: every write to a shard's "
         "objects (namespaced, Leases aside: Deployments, Services, WebServer status, Events), accepted or rejected, "
         "arrived while the latest grant of that shard's Lease its replica had stored before it was current: before "

@@ -381,7 +381,7 @@ def _measure(h: Harness, result: Result, baseline: Window, windows: list[Window]
 
     def measure(w: Window) -> Figures:
         moved: list[str] | None = None
-        if sharded:  # three informers per shard, started once per shard and again with every handover
+        if sharded:  # a replica's three informers list once per shard gained (at most: a round's gains share one)
             moved = handovers(found, w.start, w.end)
             per_process, slots = 3, h.cfg.shards + len(moved)
         else:

@@ -215,7 +215,7 @@ DRIFT_REPAIRS = Counter(
 )
 WATCH_RESTARTS = Counter(
     "webserver_operator_watch_restarts_total",
-    "Watch streams reopened, by resource and reason (timeout, closed, error, stalled, expired)",
+    "Watch streams reopened, by resource and reason (timeout, closed, error, stalled, expired, rescoped)",
     ["resource", "reason"],
     registry=REGISTRY,
 )

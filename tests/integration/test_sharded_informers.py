@@ -119,6 +119,13 @@ def _keys(objects: list[KubeObject]) -> set[tuple[str, str]]:
     return {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in objects}
 
 
+def _index(informer: Informer) -> int:
+    """The one shard ``informer`` keeps."""
+    assert informer.shard is not None
+    (index,) = informer.shard.indexes
+    return index
+
+
 def _sample(name: str, labels: dict[str, str]) -> float | None:
     return metrics.REGISTRY.get_sample_value(name, labels)
 
@@ -160,7 +167,7 @@ async def test_an_informer_per_shard_holds_exactly_its_shards_objects(
             unconfirmed = path == "server" and informer.resource is WEBSERVERS
             assert informer.shard_filtering == ("unconfirmed" if unconfirmed else path), informer.name
             expected = {
-                (ns, "web" if informer.resource is WEBSERVERS else "listed") for ns in per_shard[informer.shard.index]
+                (ns, "web" if informer.resource is WEBSERVERS else "listed") for ns in per_shard[_index(informer)]
             }
             assert _keys(informer.store.list()) == expected, informer.name
 
@@ -172,7 +179,7 @@ async def test_an_informer_per_shard_holds_exactly_its_shards_objects(
 
         def expected_now(informer: Informer) -> set[tuple[str, str]]:
             assert informer.shard is not None
-            mine = per_shard[informer.shard.index]
+            mine = per_shard[_index(informer)]
             if informer.resource is WEBSERVERS:
                 return {(ns, "web") for ns in mine[1:]}
             return {(ns, name) for ns in mine for name in ("listed", "late")}
@@ -193,7 +200,7 @@ async def test_an_informer_per_shard_holds_exactly_its_shards_objects(
 
     for informer in informers:
         assert informer.shard is not None
-        assert seen[informer.name] == set(per_shard[informer.shard.index]), "handlers saw only the shard's objects"
+        assert seen[informer.name] == set(per_shard[_index(informer)]), "handlers saw only the shard's objects"
         dropped = _sample("webserver_operator_shard_filter_dropped_total", {"resource": informer.name})
         client_side = _sample("webserver_operator_shard_filter_client_side", {"resource": informer.name})
         watched = _sample("webserver_operator_watch_events_total", {"resource": informer.name, "type": "ADDED"})

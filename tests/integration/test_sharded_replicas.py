@@ -4,7 +4,8 @@ What only real processes on a real server prove: the replicas split the shard Le
 leases`` shows them), every WebServer in twelve namespaces (two per shard, random names so that FNV-1a spreads them)
 converges, each replica's caches hold its own shards' objects and nothing else (read from its
 ``webserver_operator_shard_cached_objects`` series and compared with what ``kubectl get`` lists), the server filters
-where it has the gate and each replica filters for itself where it has not, and a replica killed with SIGKILL has its
+where it has the gate and each replica filters for itself where it has not, each replica receives each watch event
+once however many shards it holds (one watch per resource for all of them), and a replica killed with SIGKILL has its
 shards taken over by the others once its Leases expire, after which a WebServer in one of its namespaces converges.
 
 Short Lease timings (4 s / 3 s / 0.5 s) keep the failover within seconds; the measured takeover time is printed
@@ -189,6 +190,12 @@ def test_three_replicas_split_six_shards_cache_only_their_own_and_take_over_a_ki
         else:
             assert client_side == 1, "without the gate the informers filter on the client side, and say so"
             assert dropped > 0, "and it dropped the other shards' Deployments itself"
+        # One watch per resource for both shards: each creation reaches the replica once (with the gate off, every
+        # replica hears all of them; with it, those of its shards), never once per held shard. A creation during a
+        # replica's relist for its last shard arrives in the list, not on the watch: hence at most, and above half.
+        created = sum(len(spread[s]) for s in (range(SHARDS) if path == "client" else mine))
+        added = metric_value(text, "webserver_operator_watch_events_total", {"resource": "webservers", "type": "ADDED"})
+        assert created / 2 < added <= created, f"{added:g} WebServer creations received for {created} made"
 
     victim = fleet.replicas[0]
     orphaned = fleet.held_by(victim)

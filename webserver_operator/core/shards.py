@@ -19,8 +19,15 @@ today's unsharded behaviour, with no parameter sent at all. The selector string 
 writes it back in ``metadata.shardInfo.selector`` (lowercase ``0x`` + 16 hex digits, the top end ``0x1`` + 16 zeros),
 so a client can compare the echo with what it sent.
 
-Used by ``runtime.informer`` (selector on list and watch, the client-side test); the manager maps held shard
-indexes to ranges with ``shard_ranges``. Hands on plain ints, strings and ``ShardRange`` values.
+A replica holding several shards watches them with one list+watch per resource, not one per shard (with the gate
+off every unfiltered watch would bring each event once per held shard): ``ShardUnion`` is the set of shards it holds,
+tested on the client side by shard index and sent as the union of their ranges, adjacent ones merged, joined with
+`` || `` (the only operator kube-apiserver v1.36.3's selector parser allows next to ``shardRange``; it echoes the
+selector in the order given, ``k8s.io/apimachinery/pkg/sharding`` ``shardSelector.String``).
+
+Used by ``runtime.informer`` and ``runtime.shardfilter`` (selector on list and watch, the client-side test) and
+``runtime.shardcache`` (the union of the held shards). Hands on plain ints, strings, ``ShardRange`` and
+``ShardUnion`` values.
 """
 
 from __future__ import annotations
@@ -122,3 +129,64 @@ def shard_index(namespace: str, count: int) -> int:
 def shard_of(namespace: str, count: int) -> ShardRange:
     """The range (of ``count``) that objects in ``namespace`` belong to."""
     return shard_ranges(count)[shard_index(namespace, count)]
+
+
+@dataclass(frozen=True, slots=True)
+class ShardUnion:
+    """Some of ``count`` shards (``indexes``, never empty): what one replica's informers keep and ask for."""
+
+    count: int
+    indexes: frozenset[int]
+
+    def __post_init__(self) -> None:
+        ranges = shard_ranges(self.count)  # validates count
+        if not self.indexes:
+            raise ValueError("a union of shards needs at least one shard: with none held nothing is watched")
+        if not all(0 <= index < len(ranges) for index in self.indexes):
+            raise ValueError(f"shard indexes {sorted(self.indexes)} are not all below the shard count {self.count}")
+
+    @classmethod
+    def of(cls, shard: ShardRange) -> ShardUnion:
+        """The union of one range."""
+        return cls(shard.count, frozenset({shard.index}))
+
+    @property
+    def everything(self) -> bool:
+        """True when every shard is in the union: nothing to filter, nothing to send."""
+        return len(self.indexes) == self.count
+
+    @property
+    def spans(self) -> tuple[tuple[int, int], ...]:
+        """The union as ``[start, end)`` hash spans, in order, adjacent shards merged into one span."""
+        ranges = shard_ranges(self.count)
+        spans: list[tuple[int, int]] = []
+        for index in sorted(self.indexes):
+            start, end = ranges[index].start, ranges[index].end
+            if spans and spans[-1][1] == start:
+                spans[-1] = (spans[-1][0], end)
+            else:
+                spans.append((start, end))
+        return tuple(spans)
+
+    def contains(self, namespace: str) -> bool:
+        """True when objects of ``namespace`` belong to one of the shards."""
+        return self.everything or shard_index(namespace, self.count) in self.indexes
+
+    def covers(self, other: ShardUnion) -> bool:
+        """True when every namespace of ``other`` is in this union (``other`` adds nothing to watch)."""
+        return self.count == other.count and other.indexes <= self.indexes
+
+    @property
+    def selector(self) -> str | None:
+        """The ``shardSelector`` value, exactly as the server echoes it; ``None`` when every shard is in."""
+        if self.everything:
+            return None
+        return " || ".join(
+            f"shardRange({SHARD_FIELD}, '{_hex_bound(start)}', '{_hex_bound(end)}')" for start, end in self.spans
+        )
+
+    def __str__(self) -> str:
+        if len(self.indexes) == 1:
+            return str(shard_ranges(self.count)[next(iter(self.indexes))])
+        bounds = " ".join(f"[{_hex_bound(start)}, {_hex_bound(end)})" for start, end in self.spans)
+        return f"shards {','.join(map(str, sorted(self.indexes)))}/{self.count} {bounds}"

@@ -4,15 +4,17 @@ Why a module of its own: without sharding one Lease decides everything (``manage
 every replica reconciles at once, each for the shards whose Leases it holds (``runtime.shardset``), and the pieces
 must move together shard by shard:
 
-- **Gained** (the shard's Lease is held): start the shard's informers (``runtime.shardcache``, server-side shard
-  selector where the API server has the ``ShardedListAndWatch`` gate, the client-side test where it has not); once
-  every one of them has listed, admit the shard's keys to the work queue and enqueue its WebServers. Keys are never
+- **Gained** (the shard's Lease is held): add the shard to the informers' union of held shards (``runtime.shardcache``:
+  one list+watch per resource for all of them, server-side shard selector where the API server has the
+  ``ShardedListAndWatch`` gate, the client-side test where it has not); once every view has listed the shard's
+  objects, admit the shard's keys to the work queue and enqueue its WebServers. Keys are never
   admitted earlier, so no reconcile sees a WebServer without its children's cache. ``on_gained`` returns at once: the
   Lease's renewals start after it.
 - **Lost or handed back**: stop admitting the shard's keys, drop them from the queue, wait (up to the drain timeout)
-  for its reconciles in flight, stop its informers (its WebServers leave the metrics: another replica publishes them
-  now). When the Lease was handed back, ``runtime.shardset`` releases it after this; when it was lost, its fence had
-  closed already, so nothing of the shard's could be written meanwhile.
+  for its reconciles in flight, take the shard out of the informers' union (its objects leave the cache and its
+  WebServers the metrics: another replica publishes them now). When the Lease was handed back, ``runtime.shardset``
+  releases it after this; when it was lost, its fence had closed already, so nothing of the shard's could be written
+  meanwhile.
 - **Writes**: the client's write gate is ``ShardSet.why_not``: the namespace of each write names its shard, and that
   shard's Lease fence decides, checked just before the request goes on the wire (``kube.gate``).
 - **Metrics**: ``webserver_operator_shards``, ``webserver_operator_shard_held{shard}`` (one series per shard on every
@@ -137,8 +139,9 @@ class ShardWork:
             shard = self.shard_of(key)
             if shard in depth:
                 depth[shard] += 1
+        cached = {name: view.cached_per_shard() for name, view in self.cache.groups.items()}
         for shard, count in depth.items():
-            publish_shard(shard, queued=count, cached={name: v.cached(shard) for name, v in self.cache.groups.items()})
+            publish_shard(shard, queued=count, cached={name: counts.get(shard, 0) for name, counts in cached.items()})
 
     async def publish_forever(self) -> None:
         while True:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import WatchSettings
-from webserver_operator.core.shards import ShardRange
+from webserver_operator.core.shards import ShardRange, ShardUnion
 from webserver_operator.core.vocabulary import (
     EventHandler,
     EventType,
@@ -58,12 +58,12 @@ class InformerGroup:
         settings: WatchSettings,
         on_event: EventHandler | None = None,
         label_selector: str | None = None,
-        shard: ShardRange | None = None,
+        shard: ShardRange | ShardUnion | None = None,
     ) -> "InformerGroup":
         """One informer per namespace in ``settings.namespaces``; one cluster-wide when the list is empty.
 
         A cluster-scoped resource always gets one cluster-wide informer. ``shard``: every member keeps only that
-        range's namespaces (``runtime.informer``: server-side selector, client-side fallback).
+        range's (or union's) namespaces (``runtime.informer``: server-side selector, client-side fallback).
         """
         unique = list(dict.fromkeys(ns for ns in settings.namespaces if ns))
         targets: list[str | None] = list(unique) if unique and resource.namespaced else [None]

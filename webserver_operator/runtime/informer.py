@@ -21,13 +21,22 @@ Why each piece (watch streams die silently in practice, and kubernetes-asyncio's
   timeout is drawn per watch from 90-120 s: the API server sends a bookmark about every 60 s on a quiet watch.
   ``last_activity`` feeds /healthz.
 
-* **Shard filter** (``shard``: a ``core.shards.ShardRange``, for an operator sharded by namespace hash): every list
-  and watch carries ``shardSelector=shardRange(object.metadata.namespace, '0x…', '0x…')``, which an API server with
-  the ``ShardedListAndWatch`` gate (alpha in 1.36) applies and one without ignores. Every listed object and watch
-  event is also tested here, before the store, so another shard's object never reaches the store or a handler on
-  either path; a dropped event still moves the resume point. ``shard_filtering`` says who was found to filter
-  (``runtime.shardfilter``). No shard, or the one range covering everything (``--shards 1``): nothing is sent or
-  tested, today's requests exactly.
+* **Shard filter** (``shard``: a ``core.shards.ShardRange``, or the ``ShardUnion`` of the shards a replica holds, for
+  an operator sharded by namespace hash): every list and watch carries
+  ``shardSelector=shardRange(object.metadata.namespace, '0x…', '0x…')`` (several joined by `` || `` for a union),
+  which an API server with the ``ShardedListAndWatch`` gate (alpha in 1.36) applies and one without ignores. Every
+  listed object and watch event is also tested here, before the store, so another shard's object never reaches the
+  store or a handler on either path; a dropped event still moves the resume point. ``shard_filtering`` says who was
+  found to filter (``runtime.shardfilter``). No shard, or the one range covering everything (``--shards 1``):
+  nothing is sent or tested, today's requests exactly.
+* **Shards change** (``rescope``, from ``runtime.shardcache``: one informer per view serves every shard its replica
+  holds, with the union of their ranges as the selector). Objects of shards let go leave the store at once, handed
+  back to the caller (they were not deleted: no DELETED event), and the request in flight is given up
+  (``runtime.interrupt``). Fewer shards: re-watch from the resume point with the narrower selector. More shards: a
+  new list with the wider one, after a short settle (``scope_settle``) so that the gains of one Lease round make one
+  list; a list taken while the shards changed is not applied. The store's diff makes that relist report only the new
+  shards' objects (and real changes): unchanged objects of shards held before produce no event.
+  ``wait_listed(scope_version)`` returns once a list with that scope (or a later one) is in the store.
 
 ``on_event(type, obj, old)`` runs synchronously right after the store changed; handlers only enqueue keys.
 resourceVersions are opaque strings: events are applied in arrival order, never compared. Failures are the kube
@@ -39,6 +48,7 @@ its ``on_event`` hands every change to the controller's event mapping.
 """
 
 import asyncio
+import contextlib
 import logging
 import random
 import time
@@ -49,10 +59,17 @@ from webserver_operator import metrics
 from webserver_operator.core.backoff import Backoff, BackoffPolicy
 from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import DEFAULT_STALL_TIMEOUT_RANGE
-from webserver_operator.core.shards import ShardRange
+from webserver_operator.core.shards import ShardRange, ShardUnion
 from webserver_operator.core.vocabulary import EventHandler, EventType, KubeObject, WatchApi, object_key
 from webserver_operator.kube.errors import Forbidden, Gone, NotFound, api_error_from_status
-from webserver_operator.runtime.shardfilter import PROCESS_FALLBACK_NOTICE, FallbackNotice, ShardFilter, ShardFiltering
+from webserver_operator.runtime.interrupt import Interrupt, Interrupted
+from webserver_operator.runtime.shardfilter import (
+    PROCESS_FALLBACK_NOTICE,
+    FallbackNotice,
+    Placement,
+    ShardFilter,
+    ShardFiltering,
+)
 from webserver_operator.runtime.store import Store, StoreEvent
 
 logger = logging.getLogger(__name__)
@@ -64,6 +81,9 @@ _PAGE_SIZE = 500
 _RECONNECT_BACKOFF = BackoffPolicy(base=0.8, cap=30.0, jitter=0.5)
 _FORBIDDEN_BACKOFF = BackoffPolicy(base=5.0, cap=60.0, jitter=0.5)
 _SHORT_WATCH_SECONDS = 1.0  # an empty watch that ends sooner than this is treated as a failure (no hot loop)
+#: A sharded informer waits this long before a list for new shards: a Lease round gains its shards one Lease write
+#: after another, milliseconds apart, and they should make one list, not one each.
+_SCOPE_SETTLE_SECONDS = 0.25
 
 
 class _Listed(NamedTuple):
@@ -107,6 +127,10 @@ def strip_unread_fields(obj: KubeObject) -> KubeObject:
     return obj
 
 
+def _namespace_of(obj: KubeObject) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "")
+
+
 def _failure_reason(exc: BaseException) -> str:
     """The ``reason`` label of the watch-restart metric for a failure (and the word the logs use)."""
     if isinstance(exc, Gone):
@@ -133,7 +157,7 @@ class Informer:
         *,
         namespace: str | None = None,
         label_selector: str | None = None,
-        shard: ShardRange | None = None,
+        shard: ShardRange | ShardUnion | None = None,
         name: str | None = None,
         on_event: EventHandler | None = None,
         watch_timeout_seconds: int = _DEFAULT_WATCH_TIMEOUT_SECONDS,
@@ -144,6 +168,7 @@ class Informer:
         clock: Callable[[], float] = time.monotonic,
         rng: Callable[[], float] = random.random,
         fallback_notice: FallbackNotice = PROCESS_FALLBACK_NOTICE,
+        scope_settle: float = _SCOPE_SETTLE_SECONDS,
     ) -> None:
         if watch_timeout_seconds < 1:
             raise ValueError("watch_timeout_seconds must be >= 1")
@@ -179,16 +204,70 @@ class Informer:
         self.resource_version = ""
         self._path = resource.path(namespace=self.namespace)
         self._m_events = {t: metrics.WATCH_EVENTS.labels(resource=self.name, type=t) for t in _EVENT_TYPES}
+        # Changing shards (sharded informers only; see ``rescope``).
+        self.scope_settle = scope_settle
+        self._interrupt = Interrupt()
+        self._scope_version = 0  # +1 on every rescope
+        self._listed_version = -1  # the scope version of the last list applied
+        self._needs_list = True  # the store lacks shards of the scope: set on start and on every gain
+        self._settle = self.shard_filter is not None  # wait scope_settle before the next list
+        self._list_applied = asyncio.Condition()
 
     @property
-    def shard(self) -> ShardRange | None:
-        """The shard range this informer keeps; ``None`` when it keeps everything."""
-        return self.shard_filter.shard if self.shard_filter is not None else None
+    def shard(self) -> ShardUnion | None:
+        """The shards this informer keeps now; ``None`` when it keeps everything."""
+        return self.shard_filter.scope if self.shard_filter is not None else None
 
     @property
     def shard_filtering(self) -> ShardFiltering | None:
         """Who was found to filter by shard (``server``, ``client``, ``unconfirmed``); ``None`` without a shard."""
         return self.shard_filter.filtering if self.shard_filter is not None else None
+
+    # -- changing shards ----------------------------------------------------------------------------------------------
+
+    @property
+    def scope_version(self) -> int:
+        """Counts the rescopes: ``wait_listed(scope_version)`` waits for a list of the shards kept now."""
+        return self._scope_version
+
+    @property
+    def scope_listed(self) -> bool:
+        """Every shard kept now has been listed into the store (read by the probes' thread: a plain bool)."""
+        return not self._needs_list
+
+    def rescope(self, scope: ShardUnion) -> list[KubeObject]:
+        """Keep ``scope`` from now on; returns the objects dropped from the store (their shards are let go).
+
+        No handler hears of the dropped objects: they were not deleted. See the module docstring.
+        """
+        if self.shard_filter is None:
+            raise ValueError(f"informer {self.name} keeps every namespace: it has no shards to change")
+        if scope == self.shard_filter.scope:
+            return []
+        if self.shard_filter.rescope(scope):
+            self._needs_list = self._settle = True
+        self._scope_version += 1
+        released = [obj for obj in self.store.list() if not scope.contains(_namespace_of(obj))]
+        for obj in released:
+            self.store.delete(object_key(obj))
+        self._interrupt.fire()
+        logger.info(
+            "informer %s: now keeping %s (%d object(s) let go)",
+            self.name,
+            scope,
+            len(released),
+            extra={"informer": self.name},
+        )
+        return released
+
+    async def wait_listed(self, scope_version: int) -> None:
+        """Return once a list taken at ``scope_version`` or later is in the store."""
+        async with self._list_applied:
+            await self._list_applied.wait_for(lambda: self._listed_version >= scope_version)
+
+    def _guarded(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """The request in flight, given up by ``rescope`` (only a sharded informer has shards to change)."""
+        return self._interrupt.guard() if self.shard_filter is not None else contextlib.nullcontext()
 
     # -- health -------------------------------------------------------------------------------------------------------
 
@@ -219,11 +298,23 @@ class Informer:
     # -- list ---------------------------------------------------------------------------------------------------------
 
     async def _list_once(self, *, relist: bool) -> bool:
-        """One attempt at a full list applied to the store; on failure log, back off and return False."""
+        """One attempt at a full list applied to the store; on failure log, back off and return False.
+
+        A list during which the shards changed is not applied (False, no backoff): the next one asks for the new ones.
+        """
+        if self._settle:
+            self._settle = False
+            await asyncio.sleep(self.scope_settle)
+        version = self._scope_version
         try:
-            items, resource_version, echoed, strays = await self._list_all()
+            async with self._guarded():
+                items, resource_version, echoed, strays = await self._list_all()
+        except Interrupted:
+            return False
         except Exception as exc:  # an informer must never die: every failure is retried
             await self._fail("list", exc)
+            return False
+        if version != self._scope_version:
             return False
         if self.shard_filter is not None:
             self.shard_filter.after_list(echoed=echoed, strays=strays)
@@ -231,6 +322,10 @@ class Informer:
         self.resource_version = resource_version
         metrics.WATCH_RELISTS.labels(resource=self.name).inc()
         self._dispatch(self.store.replace(items, resource_version))
+        self._listed_version = version
+        self._needs_list = False
+        async with self._list_applied:
+            self._list_applied.notify_all()
         if not self.synced.is_set():
             self.synced.set()
             logger.info(
@@ -276,9 +371,10 @@ class Informer:
             if self.shard_filter is not None:
                 echoed = self.shard_filter.echoed(meta, path=self._path) and echoed
             for item in page.get("items") or ():
-                if self.shard_filter is None or self.shard_filter.admits(item):
+                placement: Placement = "kept" if self.shard_filter is None else self.shard_filter.place(item)
+                if placement == "kept":
                     items.append(self._complete(item))
-                else:
+                elif placement == "stray":
                     strays += 1
             token = meta.get("continue") or None
             if not token:
@@ -295,10 +391,16 @@ class Informer:
     async def _watch_until_relist(self) -> str:
         """Watch (and re-watch) from ``resource_version`` until only a relist helps; returns the reason."""
         while True:
+            if self._needs_list:  # shards gained while no request was in flight (e.g. during a backoff)
+                return "new shards"
             started = self._clock()
             stall_timeout = self._stall_timeout()
             try:
-                received = await self._watch_once(stall_timeout)
+                async with self._guarded():
+                    received = await self._watch_once(stall_timeout)
+            except Interrupted:
+                self._restart("rescoped")
+                continue  # shards gained: the check above relists; shards let go: a narrower watch, same resume point
             except _Stalled:
                 self._restart("stalled")
                 delay = self._backoff.next_delay()
@@ -396,10 +498,12 @@ class Informer:
         if event_type not in ("ADDED", "MODIFIED", "DELETED"):
             logger.warning("informer %s: ignoring watch event of unknown type %r", self.name, event_type)
             return
-        if self.shard_filter is not None and not self.shard_filter.admits(obj):
+        placement: Placement = "kept" if self.shard_filter is None else self.shard_filter.place(obj)
+        if placement != "kept":
             if new_rv:
                 self.resource_version = new_rv
-            self.shard_filter.after_stray_event(obj)
+            if placement == "stray" and self.shard_filter is not None:
+                self.shard_filter.after_stray_event(obj)
             return
         change: StoreEvent
         strip_unread_fields(obj)

@@ -1,24 +1,32 @@
-"""The informer cache of a sharded replica: one informer set per held shard, behind one read view per resource.
+"""The informer cache of a sharded replica: one list+watch per view for all the held shards, read shard by shard.
 
 Why a second cache next to ``runtime.cache.InformerCache``: with ``--shards S`` a replica caches only the shards whose
 Leases it holds, and the set changes while the process runs (``runtime.shardset`` gains and hands back shards). The
 controller and the reconciler must not notice: they still ask ``cache.group(resource)`` for one reader per resource
 and add their event handlers to it once, before anything runs, exactly as with the unsharded cache.
 
-So ``group()`` returns a ``ShardedGroup``: a view that records the handlers and routes every read by namespace to
-the ``InformerGroup`` of the shard that namespace hashes into (``core.shards.shard_index``; a shard not held here
-reads as empty). ``start(shard)`` builds one ``InformerGroup`` per declared view for that shard's range (server-side
-``shardSelector``, client-side fallback: ``runtime.informer``), gives it the recorded handlers and runs it;
-``stop(shard)`` cancels them and tells each view's eviction handlers about the objects it no longer caches (they
-were not deleted: another replica caches them now, so a handler can drop what it kept about them, such as metric
-series).
+One list+watch per declared view (resource + label selector), whatever the number of held shards: its selector is
+the union of the held shards' ranges (``core.shards.ShardUnion``), and its client-side test keeps the objects of any
+held shard. One informer per held shard would cost nothing more where the API server filters, but where it does not
+(no ``ShardedListAndWatch`` gate, or a server older than 1.36) each of them receives every event: a replica holding
+k shards would decode every event k times.
 
-``synced(shard)`` is set once every view's informers of that shard have listed: the manager admits the shard's keys
-only then, so no reconcile runs on a half-filled cache (a WebServer listed before its Deployments would look as if
-its children were missing).
+``start(shard)`` adds the shard to the union: the first one builds each view's ``InformerGroup`` and runs it, a later
+one makes its informers relist with the wider selector (``Informer.rescope``); the store's diff hands the handlers
+only the new shard's objects, as ADDED events, and nothing for the objects already held. ``stop(shard)`` takes it
+out: its objects leave the stores at once and each view's eviction handlers hear of them (they were not deleted:
+another replica caches them now, so a handler can drop what it kept about them, such as metric series); the watch
+goes on from its resume point with the narrower selector. The last shard stopped stops the informers.
+
+``synced(shard)`` is set once every view has applied a list that includes that shard: the manager admits the
+shard's keys only then, so no reconcile runs on a half-filled cache (a WebServer listed before its Deployments would
+look as if its children were missing). Reads route by namespace as before: ``ShardedGroup`` answers ``get``/``list``
+from the shared store, which holds the held shards' objects and nothing else (a shard not held reads as empty), and
+``cached(shard)`` counts one shard's objects for ``webserver_operator_shard_cached_objects``.
 
 The views' ``died``, ``has_synced`` and ``informers`` are what ``manager.probes`` reads on the probe thread: they
-read a tuple that the main loop replaces whole on every start and stop, never a dict being changed.
+read one attribute that the main loop replaces whole on the first start and the last stop, never a dict being
+changed.
 
 Created by ``manager.shards``; ``reconcile.setup`` declares its handlers on the views as on ``InformerCache``'s groups.
 Knows nothing of WebServers.
@@ -28,11 +36,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 
 from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import WatchSettings
-from webserver_operator.core.shards import shard_index, shard_ranges
-from webserver_operator.core.vocabulary import EventHandler, KubeObject, KubeObjects, ObjectKey, WatchApi
+from webserver_operator.core.shards import ShardUnion, shard_index, shard_ranges
+from webserver_operator.core.vocabulary import EventHandler, KubeObject, KubeObjects, ObjectKey, WatchApi, object_key
 from webserver_operator.runtime.cache import EvictionHandler
 from webserver_operator.runtime.group import InformerGroup
 from webserver_operator.runtime.informer import Informer
@@ -43,7 +52,7 @@ log = logging.getLogger(__name__)
 
 
 class ShardedGroup:
-    """One resource (and label selector) across the held shards: routes reads by namespace, keeps the handlers.
+    """One resource (and label selector) across the held shards: one shared group, reads by shard, the handlers.
 
     Satisfies ``core.vocabulary.ObjectReader`` and what ``manager.probes`` reads of an ``InformerGroup``.
     """
@@ -55,8 +64,7 @@ class ShardedGroup:
         self._shards = shards
         self._handlers: list[EventHandler] = []
         self._evictions: list[EvictionHandler] = []
-        self._by_shard: dict[int, InformerGroup] = {}
-        self._held: tuple[InformerGroup, ...] = ()  # read by the probe thread: replaced whole, never changed
+        self._group: InformerGroup | None = None  # read by the probe thread: replaced whole, never changed
 
     # -- declaration ----------------------------------------------------------------------------------------------
 
@@ -71,52 +79,61 @@ class ShardedGroup:
     # -- reads ----------------------------------------------------------------------------------------------------
 
     def get(self, key: ObjectKey, /) -> KubeObject | None:
-        group = self._by_shard.get(shard_index(key[0], self._shards))
+        group = self._group
         return group.get(key) if group is not None else None
 
     def list(self, namespace: str | None = None) -> KubeObjects:
-        if namespace is not None:
-            group = self._by_shard.get(shard_index(namespace, self._shards))
-            return group.list(namespace) if group is not None else []
-        return [obj for group in self._held for obj in group.list()]
+        group = self._group
+        return group.list(namespace) if group is not None else []
 
     def __len__(self) -> int:
-        return sum(len(group) for group in self._held)
+        group = self._group
+        return len(group) if group is not None else 0
 
     def cached(self, shard: int) -> int:
         """Objects cached for ``shard`` (0 when it is not held here)."""
-        group = self._by_shard.get(shard)
-        return len(group) if group is not None else 0
+        return self.cached_per_shard().get(shard, 0)
+
+    def cached_per_shard(self) -> dict[int, int]:
+        """Objects cached per held shard with any (one pass over the store, for the per-second metrics)."""
+        return dict(Counter(shard_index(object_key(obj)[0], self._shards) for obj in self.list()))
 
     # -- health (read from the probe thread) ----------------------------------------------------------------------
 
     @property
     def died(self) -> bool:
-        return any(group.died for group in self._held)
+        group = self._group
+        return group is not None and group.died
 
     @property
     def has_synced(self) -> bool:
-        """Every held shard's informers have listed (true while no shard is held: nothing to wait for)."""
-        return all(group.has_synced for group in self._held)
+        """Every held shard is listed into the cache (true while no shard is held: nothing to wait for)."""
+        return all(informer.synced.is_set() and informer.scope_listed for informer in self.informers)
 
     @property
     def informers(self) -> tuple[Informer, ...]:
-        return tuple(informer for group in self._held for informer in group.informers)
+        group = self._group
+        return group.informers if group is not None else ()
 
     # -- shards come and go (called by ShardedInformerCache) ------------------------------------------------------
 
-    def _add(self, shard: int, group: InformerGroup) -> None:
+    def _attach(self, group: InformerGroup) -> None:
         for handler in self._handlers:
             group.add_handler(handler)
-        self._by_shard[shard] = group
-        self._held = tuple(self._by_shard.values())
+        self._group = group
 
-    def _remove(self, shard: int) -> None:
-        group = self._by_shard.pop(shard, None)
-        self._held = tuple(self._by_shard.values())
-        if group is None:
-            return
-        for obj in group.list():
+    def _rescope(self, scope: ShardUnion) -> None:
+        """Keep ``scope`` from now on; the objects of shards let go go to the eviction handlers."""
+        self._evict([obj for informer in self.informers for obj in informer.rescope(scope)])
+
+    def _detach(self) -> None:
+        """Drop the group (its informers are stopped) and evict everything it held."""
+        group, self._group = self._group, None
+        if group is not None:
+            self._evict(group.list())
+
+    def _evict(self, objects: KubeObjects) -> None:
+        for obj in objects:
             for handler in self._evictions:
                 try:
                     handler(obj)
@@ -125,7 +142,7 @@ class ShardedGroup:
 
 
 class ShardedInformerCache:
-    """Informers per held shard for every declared resource; see the module docstring."""
+    """One list+watch per declared view for the union of the held shards; see the module docstring."""
 
     def __init__(self, api: WatchApi, settings: WatchSettings, *, shards: int) -> None:
         shard_ranges(shards)  # validates the count
@@ -133,8 +150,10 @@ class ShardedInformerCache:
         self._settings = settings
         self._shards = shards
         self._views: dict[tuple[Resource, str | None], ShardedGroup] = {}
-        self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._held: frozenset[int] = frozenset()
+        self._task: asyncio.Task[None] | None = None
         self._synced: dict[int, asyncio.Event] = {}
+        self._syncing: dict[int, asyncio.Task[None]] = {}
 
     @property
     def shards(self) -> int:
@@ -144,7 +163,7 @@ class ShardedInformerCache:
         """The view of ``resource`` (restricted to ``label_selector``), made on first use; declare before ``start``."""
         key = (resource, label_selector)
         if key not in self._views:
-            if self._tasks:
+            if self._held:
                 raise RuntimeError(f"{resource.plural} declared after shards started: declare every view first")
             self._views[key] = ShardedGroup(resource, label_selector, self._shards)
         return self._views[key]
@@ -159,58 +178,82 @@ class ShardedInformerCache:
 
     @property
     def started(self) -> frozenset[int]:
-        """The shards whose informers run here (synced or not)."""
-        return frozenset(self._tasks)
+        """The shards whose objects are cached here (synced or not)."""
+        return self._held
 
     def is_synced(self, shard: int) -> bool:
         event = self._synced.get(shard)
         return event is not None and event.is_set()
 
     async def synced(self, shard: int) -> None:
-        """Return once every view's informers of ``shard`` have listed (``KeyError`` if it was not started)."""
+        """Return once every view has listed ``shard``'s objects (``KeyError`` if it was not started)."""
         await self._synced[shard].wait()
 
     def start(self, shard: int) -> None:
-        """Start the informers of ``shard`` for every view; their lists reach the handlers as ADDED events."""
-        if shard in self._tasks:
+        """Cache ``shard`` too; its objects reach the handlers as ADDED events, those of the other shards nothing."""
+        if shard in self._held:
             return
-        shard_range = shard_ranges(self._shards)[shard]
-        groups = []
-        for view in self._views.values():
-            group = InformerGroup.for_namespaces(
-                self._api,
-                view.resource,
-                settings=self._settings,
-                label_selector=view.label_selector,
-                shard=shard_range,
-            )
-            view._add(shard, group)
-            groups.append(group)
+        self._held |= {shard}
+        scope = ShardUnion(self._shards, self._held)
+        if self._task is None:
+            groups = []
+            for view in self._views.values():
+                group = InformerGroup.for_namespaces(
+                    self._api, view.resource, settings=self._settings, label_selector=view.label_selector, shard=scope
+                )
+                view._attach(group)
+                groups.append(group)
+            self._task = asyncio.create_task(self._run(groups), name="informers-shards")
+        else:
+            for view in self._views.values():
+                view._rescope(scope)
+        marks = [(informer, informer.scope_version) for view in self._views.values() for informer in view.informers]
         self._synced[shard] = synced = asyncio.Event()
-        self._tasks[shard] = asyncio.create_task(self._run(shard, groups, synced), name=f"informers-shard-{shard}")
+        self._syncing[shard] = asyncio.create_task(self._mark_synced(shard, marks, synced), name=f"shard-{shard}-list")
 
     async def stop(self, shard: int) -> None:
-        """Stop the informers of ``shard`` and drop its objects from every view (eviction handlers are told)."""
-        task = self._tasks.pop(shard, None)
+        """Stop caching ``shard``: its objects leave every view (eviction handlers are told), the others stay."""
+        if shard not in self._held:
+            return
+        syncing = self._syncing.pop(shard, None)
         self._synced.pop(shard, None)
+        if syncing is not None:
+            syncing.cancel()
+            await asyncio.gather(syncing, return_exceptions=True)
+        self._held -= {shard}
+        if not self._held:
+            await self._stop_informers()
+            return
+        scope = ShardUnion(self._shards, self._held)
+        for view in self._views.values():
+            view._rescope(scope)
+
+    async def close(self) -> None:
+        """Stop caching every shard at once (on shutdown): no narrower watch is opened on the way."""
+        syncing = list(self._syncing.values())
+        self._syncing.clear()
+        self._synced.clear()
+        for task in syncing:
+            task.cancel()
+        await asyncio.gather(*syncing, return_exceptions=True)
+        self._held = frozenset()
+        await self._stop_informers()
+
+    async def _stop_informers(self) -> None:
+        """Stop the informers and evict everything they held (no shard is held any more)."""
+        task, self._task = self._task, None
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
         for view in self._views.values():
-            view._remove(shard)
+            view._detach()
 
-    async def close(self) -> None:
-        """Stop every shard's informers (on shutdown)."""
-        for shard in sorted(self._tasks):
-            await self.stop(shard)
+    async def _mark_synced(self, shard: int, marks: list[tuple[Informer, int]], synced: asyncio.Event) -> None:
+        await asyncio.gather(*(informer.wait_listed(version) for informer, version in marks))
+        synced.set()
+        log.info("shard %d: caches synced", shard)
 
-    async def _run(self, shard: int, groups: list[InformerGroup], synced: asyncio.Event) -> None:
-        async def mark_synced() -> None:
-            await asyncio.gather(*(group.synced.wait() for group in groups))
-            synced.set()
-            log.info("shard %d: caches synced", shard)
-
+    async def _run(self, groups: list[InformerGroup]) -> None:
         async with asyncio.TaskGroup() as tasks:
             for group in groups:
-                tasks.create_task(group.run(), name=f"informers-shard-{shard}-{group.name}")
-            tasks.create_task(mark_synced(), name=f"informers-shard-{shard}-synced")
+                tasks.create_task(group.run(), name=f"informers-shards-{group.name}")

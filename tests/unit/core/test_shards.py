@@ -10,6 +10,7 @@ import pytest
 
 from webserver_operator.core.shards import (
     HASH_SPACE,
+    ShardUnion,
     fnv1a_64,
     namespace_hash,
     shard_index,
@@ -123,3 +124,57 @@ def test_the_number_of_shards_is_a_whole_number_of_at_least_one(bad: object) -> 
 
 def test_range_describes_itself_for_logs() -> None:
     assert str(shard_ranges(2)[1]) == "shard 1/2 [0x8000000000000000, 0x10000000000000000)"
+
+
+def union(count: int, *indexes: int) -> ShardUnion:
+    return ShardUnion(count, frozenset(indexes))
+
+
+def test_a_union_of_one_shard_is_that_range() -> None:
+    for shard in shard_ranges(4):
+        one = ShardUnion.of(shard)
+        assert one.selector == shard.selector and str(one) == str(shard)
+        assert one.spans == ((shard.start, shard.end),)
+
+
+def test_a_union_sends_its_ranges_joined_by_or_with_adjacent_ones_merged() -> None:
+    """The form kube-apiserver v1.36.3 parses (shardRange and ||) and echoes in shardInfo (checked on the server)."""
+    field = "object.metadata.namespace"
+    assert union(4, 0, 2).selector == (
+        f"shardRange({field}, '0x0000000000000000', '0x4000000000000000') || "
+        f"shardRange({field}, '0x8000000000000000', '0xc000000000000000')"
+    )
+    assert union(4, 1, 2, 3).selector == f"shardRange({field}, '0x4000000000000000', '0x10000000000000000')"
+    assert union(4, 0, 1, 3).spans == ((0, 1 << 63), (3 << 62, HASH_SPACE))
+    assert union(4, 0, 1, 2, 3).everything and union(4, 0, 1, 2, 3).selector is None
+    assert (
+        str(union(4, 0, 2))
+        == "shards 0,2/4 [0x0000000000000000, 0x4000000000000000) [0x8000000000000000, 0xc000000000000000)"
+    )
+
+
+def test_a_union_keeps_the_namespaces_of_its_shards_and_no_other() -> None:
+    names = [f"ns-{i}-x" for i in range(300)]
+    held = union(6, 1, 4)
+    assert {n for n in names if held.contains(n)} == {n for n in names if shard_index(n, 6) in {1, 4}}
+    assert all(held.contains(n) == any(lo <= namespace_hash(n) < hi for lo, hi in held.spans) for n in names)
+
+
+def test_a_union_covers_its_subsets() -> None:
+    assert union(4, 0, 2).covers(union(4, 2)) and union(4, 2).covers(union(4, 2))
+    assert not union(4, 2).covers(union(4, 0, 2))
+    assert not union(8, 2).covers(union(4, 2)), "another shard count is another partition"
+
+
+@pytest.mark.parametrize(
+    ("count", "indexes", "why"),
+    [
+        (4, (), "needs at least one shard"),
+        (4, (4,), "not all below the shard count"),
+        (4, (-1,), "not all below the shard count"),
+        (0, (0,), "number of shards must be a whole number"),
+    ],
+)
+def test_a_union_is_of_at_least_one_existing_shard(count: int, indexes: tuple[int, ...], why: str) -> None:
+    with pytest.raises(ValueError, match=why):
+        union(count, *indexes)
