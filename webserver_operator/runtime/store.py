@@ -2,7 +2,8 @@
 
 Why: reconcilers read from here instead of the API server (client-go ``Indexer`` / controller-runtime cache), which is
 what keeps steady state free of polling reads. No secondary index: children are found by their deterministic name
-(the WebServer's), so nothing asks "which children does this owner have".
+(the WebServer's), so nothing asks "which children does this owner have". The one summary kept as items change is
+the number of objects per namespace, which a sharded replica's per-shard metrics read every second.
 
 Not thread-safe by design: it is only touched from the event loop, and every mutation is a synchronous call, so no
 reader ever sees a half-applied change.
@@ -14,7 +15,8 @@ Owned by ``runtime.informer`` (one per informer); read by reconcilers through ``
 """
 
 import builtins
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Mapping
 
 from webserver_operator.core.vocabulary import EventType, KubeObject, KubeObjects, ObjectKey, object_key
 
@@ -31,6 +33,9 @@ class Store:
 
     def __init__(self) -> None:
         self._items: dict[ObjectKey, KubeObject] = {}
+        #: Objects per namespace, kept as the items change: per-shard counts read it once a second
+        #: (``runtime.shardcache``) without walking every object.
+        self._per_namespace: Counter[str] = Counter()
         #: resourceVersion of the last full list applied with ``replace`` ("" before the first list).
         self.resource_version = ""
 
@@ -50,6 +55,10 @@ class Store:
     def __contains__(self, key: object) -> bool:
         return key in self._items
 
+    def namespace_counts(self) -> Mapping[str, int]:
+        """How many objects each namespace has here (only namespaces with at least one); a live read-only view."""
+        return self._per_namespace
+
     # -- writes -------------------------------------------------------------------------------------------------------
 
     def upsert(self, obj: KubeObject) -> KubeObject | None:
@@ -57,11 +66,20 @@ class Store:
         key = object_key(obj)
         old = self._items.get(key)
         self._items[key] = obj
+        if old is None:
+            self._per_namespace[key[0]] += 1
         return old
 
     def delete(self, key: ObjectKey, /) -> KubeObject | None:
         """Remove ``key``; returns the removed object, or ``None`` if it was not there."""
-        return self._items.pop(key, None)
+        old = self._items.pop(key, None)
+        if old is not None:
+            left = self._per_namespace[key[0]] - 1
+            if left:
+                self._per_namespace[key[0]] = left
+            else:
+                del self._per_namespace[key[0]]
+        return old
 
     def replace(self, objects: Iterable[KubeObject], resource_version: str) -> builtins.list[StoreEvent]:
         """Make the store hold exactly ``objects`` (a full list) and return what changed.

@@ -61,3 +61,18 @@ def test_upsert_and_delete_return_previous_object() -> None:
     assert removed is not None
     assert removed["metadata"]["resourceVersion"] == "2"
     assert store.delete(("ns", "a")) is None
+
+
+def test_namespace_counts_follow_upserts_deletes_and_relists() -> None:
+    store = Store()
+    store.replace([obj("a", "1", namespace="one"), obj("b", "1", namespace="one"), obj("c", "1", namespace="two")], "1")
+    assert dict(store.namespace_counts()) == {"one": 2, "two": 1}
+    store.upsert(obj("a", "2", namespace="one"))  # a new version of a cached object adds nothing
+    store.upsert(obj("d", "1", namespace="three"))
+    assert dict(store.namespace_counts()) == {"one": 2, "two": 1, "three": 1}
+    store.delete(("two", "c"))
+    store.delete(("two", "c"))  # deleting what is gone changes nothing
+    assert dict(store.namespace_counts()) == {"one": 2, "three": 1}
+    store.replace([obj("b", "1", namespace="one")], "2")
+    assert dict(store.namespace_counts()) == {"one": 1}
+    assert sum(store.namespace_counts().values()) == len(store)
