@@ -4,8 +4,11 @@ Why the contract is spelled out here rather than imported from the operator's bu
 operator from the user's side (README "What the operator creates"): a Deployment and a NodePort Service named like
 the WebServer, controlled by it, running ``spec.image`` with ``spec.replicas`` pods, container ``web`` with port
 ``http`` = ``spec.port``, the Service selecting the pods and keeping ``spec.nodePort`` when one is asked for, and the
-status saying ``observedGeneration == generation`` with Ready=True. Importing the builders would make a builder bug
-invisible.
+status saying ``observedGeneration == generation`` with Ready=True. Converged also means at rest: the Deployment's own
+status has caught up with its spec (its pods counted, none left over from a scale-down) and the WebServer's
+``replicas``/``readyReplicas`` say what the Deployment's status says. Until then the operator still has a status
+write to make, which the "0 writes once converged" rule would otherwise count against it. Importing the builders
+would make a builder bug invisible.
 
 Recovery after a fault, two figures:
 - *canary*: right after the fault is healed the harness changes a WebServer nobody else touches; the time until its
@@ -103,6 +106,21 @@ def mismatch(ws: dict[str, Any], deploy: dict[str, Any] | None, svc: dict[str, A
     cond = ready(ws)
     if cond is None or cond.get("status") != "True":
         return f"Ready={cond and cond.get('status')} ({cond and cond.get('reason')}: {cond and cond.get('message')})"
+    return _not_at_rest(status, deploy, replicas)
+
+
+def _not_at_rest(status: dict[str, Any], deploy: dict[str, Any], replicas: int) -> str | None:
+    """Why a Ready WebServer's numbers may still move (None once the Deployment settled and the status says so)."""
+    deploy_status = deploy.get("status") or {}
+    if (deploy_status.get("observedGeneration") or 0) < (deploy["metadata"].get("generation") or 0):
+        return "Deployment status has not observed its generation yet"
+    counted = int(deploy_status.get("replicas") or 0)
+    if counted != replicas:
+        return f"Deployment status.replicas {counted} != spec.replicas {replicas} (pods still coming or going)"
+    for field_name in ("replicas", "readyReplicas"):
+        shown, actual = int(status.get(field_name) or 0), int(deploy_status.get(field_name) or 0)
+        if shown != actual:
+            return f"status.{field_name} {shown} != the Deployment's {actual}"
     return None
 
 

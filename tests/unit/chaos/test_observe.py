@@ -1,0 +1,81 @@
+"""Convergence as the harness judges it (chaos.observe.mismatch): Ready and at rest, as ``kubectl get`` shows it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chaos.observe import mismatch
+
+
+def webserver(*, replicas: int = 2, shown: int = 2, ready_shown: int = 2) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "web", "namespace": "ns", "uid": "u-1", "generation": 3},
+        "spec": {"replicas": replicas, "image": "nginx:1.27", "port": 80},
+        "status": {
+            "observedGeneration": 3,
+            "replicas": shown,
+            "readyReplicas": ready_shown,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "Available", "message": ""}],
+        },
+    }
+
+
+def deployment(*, spec_replicas: int = 2, replicas: int = 2, ready: int = 2, observed: int = 5) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": "web",
+            "namespace": "ns",
+            "generation": 5,
+            "ownerReferences": [{"kind": "WebServer", "name": "web", "uid": "u-1", "controller": True}],
+        },
+        "spec": {
+            "replicas": spec_replicas,
+            "template": {
+                "spec": {"containers": [{"name": "web", "image": "nginx:1.27", "ports": [{"containerPort": 80}]}]}
+            },
+        },
+        "status": {"observedGeneration": observed, "replicas": replicas, "readyReplicas": ready},
+    }
+
+
+SERVICE = {
+    "metadata": {
+        "name": "web",
+        "namespace": "ns",
+        "ownerReferences": [{"kind": "WebServer", "name": "web", "uid": "u-1", "controller": True}],
+    },
+    "spec": {
+        "ports": [{"port": 80, "nodePort": 30080}],
+        "selector": {"app.kubernetes.io/name": "webserver", "app.kubernetes.io/instance": "web"},
+    },
+}
+
+
+def test_a_ready_webserver_whose_numbers_match_its_settled_deployment_is_converged() -> None:
+    assert mismatch(webserver(), deployment(), SERVICE) is None
+
+
+def test_a_scale_down_still_removing_pods_is_not_converged_although_ready() -> None:
+    """Ready=True once enough pods are available, but the status still has a write to make when the rest go."""
+    why = mismatch(webserver(replicas=2, shown=3, ready_shown=3), deployment(replicas=3, ready=3), SERVICE)
+    assert why == "Deployment status.replicas 3 != spec.replicas 2 (pods still coming or going)"
+
+
+def test_a_status_behind_its_settled_deployment_is_not_converged() -> None:
+    assert (
+        mismatch(webserver(shown=2, ready_shown=1), deployment(), SERVICE)
+        == "status.readyReplicas 1 != the Deployment's 2"
+    )
+
+
+def test_a_deployment_whose_status_has_not_seen_its_spec_is_not_converged() -> None:
+    why = mismatch(webserver(), deployment(observed=4), SERVICE)
+    assert why == "Deployment status has not observed its generation yet"
+
+
+def test_zero_replicas_with_no_counts_written_is_converged() -> None:
+    ws = webserver(replicas=0, shown=0, ready_shown=0)
+    del ws["status"]["replicas"], ws["status"]["readyReplicas"]
+    deploy = deployment(spec_replicas=0, replicas=0, ready=0)
+    del deploy["status"]["replicas"], deploy["status"]["readyReplicas"]
+    assert mismatch(ws, deploy, SERVICE) is None
