@@ -59,7 +59,15 @@ from webserver_operator.reconcile.fights import FightLog, last_writer
 from webserver_operator.reconcile.owned import merge_owned_deployment, merge_owned_service, selector_mismatch
 from webserver_operator.reconcile.problems import GARBAGE_COLLECTION, GC_PATIENCE, Problem, from_api_error
 from webserver_operator.reconcile.recreates import RecentCreates
-from webserver_operator.reconcile.status import Observation, Refusal, beyond_baseline, invalid_spec, next_status
+from webserver_operator.reconcile.status import (
+    PROGRESS_DETAIL_INTERVAL,
+    Observation,
+    Refusal,
+    beyond_baseline,
+    invalid_spec,
+    next_status,
+    progress_detail,
+)
 from webserver_operator.runtime.result import Result
 
 log = logging.getLogger(__name__)
@@ -119,6 +127,9 @@ class WebServerReconciler:
         #: Our last status write per WebServer the cache may not have seen yet: the resourceVersion it replaced and
         #: the object the API server returned (see ``_latest``).
         self._status_written: dict[ObjectKey, tuple[str, KubeObject]] = {}
+        #: When (clock seconds) this replica last wrote each WebServer's status: a ``progress_detail`` write waits
+        #: until ``PROGRESS_DETAIL_INTERVAL`` after it. Lost on restart, which only means one write goes at once.
+        self._status_put_at: dict[ObjectKey, float] = {}
         self._fights = FightLog(lambda: self._clock().timestamp())
         self._creates = RecentCreates(lambda: self._clock().timestamp())
         self._deployment = _Child(
@@ -145,6 +156,7 @@ class WebServerReconciler:
             self._not_ours -= {(key, child.kind) for child in (self._deployment, self._service)}
             self._fights.forget(*key)
             self._creates.forget(*key)
+            self._status_put_at.pop(key, None)
             return Result()
         try:
             ws = WebServer.model_validate(obj)
@@ -155,8 +167,8 @@ class WebServerReconciler:
         if beyond:
             return await self._refuse(obj, beyond_baseline(beyond))
         seen = await self._sync_children(ws, desired)
-        await self._write_status(obj, seen)
-        return self._next_look(key, seen.problem)
+        held = await self._write_status(obj, seen)
+        return self._next_look(key, seen.problem, held=held)
 
     # -- children ---------------------------------------------------------------------------------------------------
 
@@ -437,13 +449,15 @@ class WebServerReconciler:
 
     # -- status and requeue -----------------------------------------------------------------------------------------
 
-    def _next_look(self, key: ObjectKey, problem: Problem | None) -> Result:
+    def _next_look(self, key: ObjectKey, problem: Problem | None, *, held: float | None) -> Result:
+        """When to look again: after the problem's recheck delay, or when a held-back status write is due."""
         if problem is None:
             self._problem_streak.pop(key, None)
-            return Result()
+            return Result(requeue_after=held)
         streak = self._problem_streak.get(key, 0)
         self._problem_streak[key] = streak + 1
-        return Result(requeue_after=problem.recheck.delay(streak))
+        delay = problem.recheck.delay(streak)
+        return Result(requeue_after=delay if held is None else min(delay, held))
 
     def _latest(self, key: ObjectKey, cached: KubeObject | None) -> KubeObject | None:
         """The cached WebServer, or our own status write when the cache still holds the version it replaced.
@@ -462,8 +476,12 @@ class WebServerReconciler:
         del self._status_written[key]
         return cached
 
-    async def _write_status(self, obj: KubeObject, seen: Observation | Refusal) -> None:
+    async def _write_status(self, obj: KubeObject, seen: Observation | Refusal) -> float | None:
         """PUT the status ``next_status`` decides on, if any; on 409 decide again once, on a fresh read.
+
+        A status that only refines the details of a rollout in progress (``reconcile.status.progress_detail``) is
+        held back while this replica's previous status write is younger than ``PROGRESS_DETAIL_INTERVAL``: the
+        seconds until it is due are returned, for the caller to look again then (a newer status may supersede it).
 
         A 409 means the WebServer changed since the cache saw it. When only its metadata or status changed (same
         generation), the status is decided again for the fresh object from the same observation. A new generation
@@ -472,15 +490,22 @@ class WebServerReconciler:
         from the cache (the new generation's own event is on its way). So does a new uid: the WebServer was deleted
         and recreated, and the children just synced belong to the old one.
         """
-        status = next_status(obj, seen, now=self._clock())
+        now = self._clock()
+        status = next_status(obj, seen, now=now)
         if status is None:
-            return
+            return None
+        key = (_namespace(obj), _name(obj))
+        written_at = self._status_put_at.get(key)
+        if written_at is not None and progress_detail(obj.get("status"), status):
+            due = written_at + PROGRESS_DETAIL_INTERVAL - now.timestamp()
+            if due > 0:
+                return due
         try:
             await self._put_status(obj, status)
         except Conflict:
             fresh = await self._fresh_webserver(obj)
             if fresh is None:
-                return
+                return None
             if _generation(fresh) != _generation(obj) or _uid(fresh) != _uid(obj):
                 raise
             status = next_status(fresh, seen, now=self._clock())
@@ -488,6 +513,7 @@ class WebServerReconciler:
                 await self._put_status(fresh, status)
         except NotFound:
             log.debug("WebServer deleted before its status was written", extra={"object_name": _name(obj)})
+        return None
 
     async def _put_status(self, obj: KubeObject, status: dict[str, Any]) -> None:
         """PUT ``status`` on ``obj`` and remember what the API server returned and which version it replaced."""
@@ -495,7 +521,9 @@ class WebServerReconciler:
         body = {**obj, "status": status}
         path = WEBSERVERS.path(namespace=meta["namespace"], name=meta["name"], subresource="status")
         written = await self._api.request("PUT", path, body=body)
-        self._status_written[(str(meta["namespace"]), str(meta["name"]))] = (_resource_version(obj), written)
+        key = (str(meta["namespace"]), str(meta["name"]))
+        self._status_written[key] = (_resource_version(obj), written)
+        self._status_put_at[key] = self._clock().timestamp()
 
     async def _fresh_webserver(self, obj: KubeObject) -> KubeObject | None:
         meta = obj["metadata"]
@@ -543,6 +571,10 @@ def _involved(ws: WebServer) -> KubeObject:
 
 def _name(obj: KubeObject) -> str:
     return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def _namespace(obj: KubeObject) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "")
 
 
 def _resource_version(obj: KubeObject) -> str:
