@@ -130,6 +130,10 @@ class WebServerReconciler:
         #: When (clock seconds) this replica last wrote each WebServer's status: a ``progress_detail`` write waits
         #: until ``PROGRESS_DETAIL_INTERVAL`` after it. Lost on restart, which only means one write goes at once.
         self._status_put_at: dict[ObjectKey, float] = {}
+        #: Per WebServer, what the last status decision read (``_status_inputs``) when it found the stored status
+        #: current or made it so: ``next_status`` is a pure function of those, so while a reconcile reads the same
+        #: versions (the echo of our own write, a resync, the other child's event) it is not computed again.
+        self._status_current: dict[ObjectKey, _StatusInputs] = {}
         self._fights = FightLog(lambda: self._clock().timestamp())
         self._creates = RecentCreates(lambda: self._clock().timestamp())
         self._deployment = _Child(
@@ -157,6 +161,7 @@ class WebServerReconciler:
             self._fights.forget(*key)
             self._creates.forget(*key)
             self._status_put_at.pop(key, None)
+            self._status_current.pop(key, None)
             return Result()
         try:
             ws = WebServer.model_validate(obj)
@@ -167,7 +172,7 @@ class WebServerReconciler:
         if beyond:
             return await self._refuse(obj, beyond_baseline(beyond))
         seen = await self._sync_children(ws, desired)
-        held = await self._write_status(obj, seen)
+        held = await self._write_status(obj, seen, parsed=ws)
         return self._next_look(key, seen.problem, held=held)
 
     # -- children ---------------------------------------------------------------------------------------------------
@@ -476,7 +481,9 @@ class WebServerReconciler:
         del self._status_written[key]
         return cached
 
-    async def _write_status(self, obj: KubeObject, seen: Observation | Refusal) -> float | None:
+    async def _write_status(
+        self, obj: KubeObject, seen: Observation | Refusal, *, parsed: WebServer | None = None
+    ) -> float | None:
         """PUT the status ``next_status`` decides on, if any; on 409 decide again once, on a fresh read.
 
         A status that only refines the details of a rollout in progress (``reconcile.status.progress_detail``) is
@@ -490,18 +497,22 @@ class WebServerReconciler:
         from the cache (the new generation's own event is on its way). So does a new uid: the WebServer was deleted
         and recreated, and the children just synced belong to the old one.
         """
-        now = self._clock()
-        status = next_status(obj, seen, now=now)
-        if status is None:
-            return None
         key = (_namespace(obj), _name(obj))
+        inputs = _status_inputs(obj, seen)
+        if inputs is not None and self._status_current.get(key) == inputs:
+            return None
+        now = self._clock()
+        status = next_status(obj, seen, now=now, parsed=parsed)
+        if status is None:
+            self._remember_current(key, inputs)
+            return None
         written_at = self._status_put_at.get(key)
         if written_at is not None and progress_detail(obj.get("status"), status):
             due = written_at + PROGRESS_DETAIL_INTERVAL - now.timestamp()
             if due > 0:
                 return due
         try:
-            await self._put_status(obj, status)
+            written = await self._put_status(obj, status)
         except Conflict:
             fresh = await self._fresh_webserver(obj)
             if fresh is None:
@@ -510,13 +521,23 @@ class WebServerReconciler:
                 raise
             status = next_status(fresh, seen, now=self._clock())
             if status is not None:
-                await self._put_status(fresh, status)
+                written = await self._put_status(fresh, status)
+                self._remember_current(key, _status_inputs(written, seen))
         except NotFound:
             log.debug("WebServer deleted before its status was written", extra={"object_name": _name(obj)})
+        else:
+            # What we wrote is what next_status computes again from the written object and the same observation.
+            self._remember_current(key, _status_inputs(written, seen))
         return None
 
-    async def _put_status(self, obj: KubeObject, status: dict[str, Any]) -> None:
-        """PUT ``status`` on ``obj`` and remember what the API server returned and which version it replaced."""
+    def _remember_current(self, key: ObjectKey, inputs: _StatusInputs | None) -> None:
+        if inputs is None:
+            self._status_current.pop(key, None)
+        else:
+            self._status_current[key] = inputs
+
+    async def _put_status(self, obj: KubeObject, status: dict[str, Any]) -> KubeObject:
+        """PUT ``status`` on ``obj``, remember what the API server returned and which version it replaced; return it."""
         meta = obj["metadata"]
         body = {**obj, "status": status}
         path = WEBSERVERS.path(namespace=meta["namespace"], name=meta["name"], subresource="status")
@@ -524,6 +545,7 @@ class WebServerReconciler:
         key = (str(meta["namespace"]), str(meta["name"]))
         self._status_written[key] = (_resource_version(obj), written)
         self._status_put_at[key] = self._clock().timestamp()
+        return written
 
     async def _fresh_webserver(self, obj: KubeObject) -> KubeObject | None:
         meta = obj["metadata"]
@@ -562,6 +584,26 @@ class _Synced:
     live: KubeObject | None
     problem: Problem | None = None
     created: bool = False
+
+
+#: What a status decision reads: the WebServer's resourceVersion, its children's (None: absent), the problem's verdict.
+_StatusInputs = tuple[str, str | None, str | None, tuple[str, str, bool] | None]
+
+
+def _status_inputs(obj: KubeObject, seen: Observation | Refusal) -> _StatusInputs | None:
+    """The versions ``next_status(obj, seen)`` depends on (``now`` only stamps a change).
+
+    None (nothing to remember) for a refusal, and for an object without a resourceVersion: equal versions stand for
+    equal contents only as the API server hands them out.
+    """
+    if isinstance(seen, Refusal):
+        return None
+    versions = [_resource_version(o) if o is not None else None for o in (obj, seen.deployment, seen.service)]
+    if "" in versions:
+        return None
+    problem = seen.problem
+    verdict = None if problem is None else (problem.reason, problem.message, problem.stalled)
+    return (str(versions[0]), versions[1], versions[2], verdict)
 
 
 def _involved(ws: WebServer) -> KubeObject:

@@ -22,6 +22,7 @@ changes a condition's status (Ready, Stalled) or observedGeneration, which alway
 """
 
 import contextlib
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -84,19 +85,24 @@ def beyond_baseline(violations: Sequence[str]) -> Refusal:
     )
 
 
-def next_status(obj: KubeObject, seen: Observation | Refusal, *, now: datetime) -> dict[str, Any] | None:
+def next_status(
+    obj: KubeObject, seen: Observation | Refusal, *, now: datetime, parsed: WebServer | None = None
+) -> dict[str, Any] | None:
     """The status to write on the stored WebServer ``obj`` after ``seen``; None when the stored one already says it.
 
     For an ``Observation``, None too when ``obj``'s spec no longer parses (it changed since the children were synced:
-    the next reconcile reports it). ``now`` stamps condition transitions.
+    the next reconcile reports it). ``now`` stamps condition transitions. ``parsed``: ``obj`` as the caller already
+    validated it (the reconciler validates every WebServer before syncing its children), to save a second validation.
     """
     if isinstance(seen, Refusal):
         status = _refused(obj, seen, now=now)
     else:
-        try:
-            ws = WebServer.model_validate(obj)
-        except ValidationError:
-            return None
+        if parsed is None:
+            try:
+                parsed = WebServer.model_validate(obj)
+            except ValidationError:
+                return None
+        ws = parsed
         status = compute_status(ws, deployment=seen.deployment, service=seen.service, problem=seen.problem, now=now)
     return status if status_changed(obj.get("status"), status) else None
 
@@ -306,12 +312,18 @@ def _existing_conditions(ws: WebServer) -> list[dict[str, Any]]:
             "type": c.type,
             "status": c.status,
             **({"observedGeneration": c.observed_generation} if c.observed_generation is not None else {}),
-            "lastTransitionTime": format_time(parse_time(c.last_transition_time)),
+            "lastTransitionTime": _canonical_time(c.last_transition_time),
             "reason": c.reason,
             "message": c.message,
         }
         for c in ws.status.conditions
     ]
+
+
+@functools.lru_cache(maxsize=1024)
+def _canonical_time(moment: datetime) -> str:
+    """``moment`` in the form ``set_condition`` writes; cached: a bulk create's conditions share a few seconds."""
+    return format_time(parse_time(moment))
 
 
 def status_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
@@ -320,6 +332,8 @@ def status_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
     Absent and null fields are equal, conditions are compared by type regardless of order, and timestamps are
     compared as instants (``...00Z`` equals ``...00.000000+00:00``).
     """
+    if old == new:  # the usual answer: the new status was computed from the stored one and nothing moved
+        return False
     return _normalise_status(old or {}) != _normalise_status(new)
 
 

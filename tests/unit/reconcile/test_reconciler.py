@@ -25,6 +25,7 @@ from webserver_operator.desired import child_labels
 from webserver_operator.kube.errors import Conflict, ServerError
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.reconciler import Caches, WebServerReconciler
+from webserver_operator.reconcile.status import next_status
 from webserver_operator.runtime.result import Result
 
 NS, NAME = "default", "web"
@@ -390,8 +391,10 @@ async def test_status_409_with_a_newer_generation_never_claims_the_unapplied_spe
     stored["metadata"]["generation"] = 2
     api.collections[WEBSERVERS.path(namespace=NS)][NAME]["metadata"]["generation"] = 2
     stale_status = copy.deepcopy(stale)
-    # Make the cached status differ so a write is attempted (a nodePort: never a detail that could wait).
+    # Make the cached status differ so a write is attempted (a nodePort: never a detail that could wait), as an older
+    # version of the WebServer would (another resourceVersion: a cache never holds other contents under ours).
     stale_status["status"]["nodePort"] = 30999
+    stale_status["metadata"]["resourceVersion"] = "older"
 
     class Cached(LiveCache):
         def get(self, key: ObjectKey, /) -> KubeObject | None:
@@ -993,3 +996,37 @@ def find_condition(api: FakeApi, condition_type: str) -> dict[str, Any]:
     assert ws is not None
     (condition,) = [c for c in ws["status"]["conditions"] if c["type"] == condition_type]
     return dict(condition)
+
+
+async def test_the_status_is_decided_again_only_when_something_it_reads_has_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The echo of our own status write, or a second event for the same versions, costs no status computation; a
+    new Deployment status does, and the status follows it. What the reconciler remembers after a write is what a
+    reconciler without that memory decides from the same objects: nothing to write."""
+    decided: list[str] = []
+
+    def counting(obj: KubeObject, seen: Any, **kwargs: Any) -> dict[str, Any] | None:
+        decided.append(obj["metadata"]["resourceVersion"])
+        return next_status(obj, seen, **kwargs)
+
+    monkeypatch.setattr("webserver_operator.reconcile.reconciler.next_status", counting)
+    api = with_world(replicas=1)
+    rec, clock = reconciler(api), _Clock()
+    rec._clock = clock
+    await rec.reconcile(KEY)
+    await rec.reconcile(KEY)  # the watch delivers our write; nothing else moved
+    await rec.reconcile(KEY)
+    assert len(decided) == 1
+    for status in NEW_DEPLOYMENT_PROGRESS[2:]:
+        clock.advance(0.3)
+        deployment_reports(api, status)
+        await rec.reconcile(KEY)
+        await rec.reconcile(KEY)
+    assert len(decided) == 3, "one decision per new Deployment status"
+    assert ready(api)["status"] == "True"
+    writes = len(api.writes())
+    fresh = reconciler(api)
+    fresh._clock = clock
+    await fresh.reconcile(KEY)
+    assert len(api.writes()) == writes
