@@ -9,7 +9,6 @@ UTC with second precision (``2024-05-01T12:00:00Z``), the form the API server it
 Called by ``reconcile.status`` and the reconciler's invalid-spec path; hands on the new conditions list.
 """
 
-import copy
 import re
 from datetime import UTC, datetime
 from typing import Any
@@ -61,7 +60,9 @@ def set_condition(
         raise ValueError(f"condition status {status!r} must be one of {', '.join(_STATUSES)}")
     if not _REASON.fullmatch(reason):
         raise ValueError(f"condition reason {reason!r} must be CamelCase ({CONDITION_REASON_PATTERN})")
-    result = copy.deepcopy(conditions or [])
+    # A condition holds only strings and numbers: copying each dict copies it whole, at a fraction of deepcopy's cost
+    # (this runs three times per status computed, for every WebServer event).
+    result = [dict(condition) for condition in conditions or []]
     existing = find_condition(result, type)
     if existing is None or existing.get("status") != status or not existing.get("lastTransitionTime"):
         transition = format_time(now)

@@ -59,7 +59,15 @@ from webserver_operator.reconcile.fights import FightLog, last_writer
 from webserver_operator.reconcile.owned import merge_owned_deployment, merge_owned_service, selector_mismatch
 from webserver_operator.reconcile.problems import GARBAGE_COLLECTION, GC_PATIENCE, Problem, from_api_error
 from webserver_operator.reconcile.recreates import RecentCreates
-from webserver_operator.reconcile.status import Observation, Refusal, beyond_baseline, invalid_spec, next_status
+from webserver_operator.reconcile.status import (
+    PROGRESS_DETAIL_INTERVAL,
+    Observation,
+    Refusal,
+    beyond_baseline,
+    invalid_spec,
+    next_status,
+    progress_detail,
+)
 from webserver_operator.runtime.result import Result
 
 log = logging.getLogger(__name__)
@@ -119,6 +127,13 @@ class WebServerReconciler:
         #: Our last status write per WebServer the cache may not have seen yet: the resourceVersion it replaced and
         #: the object the API server returned (see ``_latest``).
         self._status_written: dict[ObjectKey, tuple[str, KubeObject]] = {}
+        #: When (clock seconds) this replica last wrote each WebServer's status: a ``progress_detail`` write waits
+        #: until ``PROGRESS_DETAIL_INTERVAL`` after it. Lost on restart, which only means one write goes at once.
+        self._status_put_at: dict[ObjectKey, float] = {}
+        #: Per WebServer, what the last status decision read (``_status_inputs``) when it found the stored status
+        #: current or made it so: ``next_status`` is a pure function of those, so while a reconcile reads the same
+        #: versions (the echo of our own write, a resync, the other child's event) it is not computed again.
+        self._status_current: dict[ObjectKey, _StatusInputs] = {}
         self._fights = FightLog(lambda: self._clock().timestamp())
         self._creates = RecentCreates(lambda: self._clock().timestamp())
         self._deployment = _Child(
@@ -145,6 +160,8 @@ class WebServerReconciler:
             self._not_ours -= {(key, child.kind) for child in (self._deployment, self._service)}
             self._fights.forget(*key)
             self._creates.forget(*key)
+            self._status_put_at.pop(key, None)
+            self._status_current.pop(key, None)
             return Result()
         try:
             ws = WebServer.model_validate(obj)
@@ -155,8 +172,8 @@ class WebServerReconciler:
         if beyond:
             return await self._refuse(obj, beyond_baseline(beyond))
         seen = await self._sync_children(ws, desired)
-        await self._write_status(obj, seen)
-        return self._next_look(key, seen.problem)
+        held = await self._write_status(obj, seen, parsed=ws)
+        return self._next_look(key, seen.problem, held=held)
 
     # -- children ---------------------------------------------------------------------------------------------------
 
@@ -437,13 +454,15 @@ class WebServerReconciler:
 
     # -- status and requeue -----------------------------------------------------------------------------------------
 
-    def _next_look(self, key: ObjectKey, problem: Problem | None) -> Result:
+    def _next_look(self, key: ObjectKey, problem: Problem | None, *, held: float | None) -> Result:
+        """When to look again: after the problem's recheck delay, or when a held-back status write is due."""
         if problem is None:
             self._problem_streak.pop(key, None)
-            return Result()
+            return Result(requeue_after=held)
         streak = self._problem_streak.get(key, 0)
         self._problem_streak[key] = streak + 1
-        return Result(requeue_after=problem.recheck.delay(streak))
+        delay = problem.recheck.delay(streak)
+        return Result(requeue_after=delay if held is None else min(delay, held))
 
     def _latest(self, key: ObjectKey, cached: KubeObject | None) -> KubeObject | None:
         """The cached WebServer, or our own status write when the cache still holds the version it replaced.
@@ -462,8 +481,14 @@ class WebServerReconciler:
         del self._status_written[key]
         return cached
 
-    async def _write_status(self, obj: KubeObject, seen: Observation | Refusal) -> None:
+    async def _write_status(
+        self, obj: KubeObject, seen: Observation | Refusal, *, parsed: WebServer | None = None
+    ) -> float | None:
         """PUT the status ``next_status`` decides on, if any; on 409 decide again once, on a fresh read.
+
+        A status that only refines the details of a rollout in progress (``reconcile.status.progress_detail``) is
+        held back while this replica's previous status write is younger than ``PROGRESS_DETAIL_INTERVAL``: the
+        seconds until it is due are returned, for the caller to look again then (a newer status may supersede it).
 
         A 409 means the WebServer changed since the cache saw it. When only its metadata or status changed (same
         generation), the status is decided again for the fresh object from the same observation. A new generation
@@ -472,30 +497,55 @@ class WebServerReconciler:
         from the cache (the new generation's own event is on its way). So does a new uid: the WebServer was deleted
         and recreated, and the children just synced belong to the old one.
         """
-        status = next_status(obj, seen, now=self._clock())
+        key = (_namespace(obj), _name(obj))
+        inputs = _status_inputs(obj, seen)
+        if inputs is not None and self._status_current.get(key) == inputs:
+            return None
+        now = self._clock()
+        status = next_status(obj, seen, now=now, parsed=parsed)
         if status is None:
-            return
+            self._remember_current(key, inputs)
+            return None
+        written_at = self._status_put_at.get(key)
+        if written_at is not None and progress_detail(obj.get("status"), status):
+            due = written_at + PROGRESS_DETAIL_INTERVAL - now.timestamp()
+            if due > 0:
+                return due
         try:
-            await self._put_status(obj, status)
+            written = await self._put_status(obj, status)
         except Conflict:
             fresh = await self._fresh_webserver(obj)
             if fresh is None:
-                return
+                return None
             if _generation(fresh) != _generation(obj) or _uid(fresh) != _uid(obj):
                 raise
             status = next_status(fresh, seen, now=self._clock())
             if status is not None:
-                await self._put_status(fresh, status)
+                written = await self._put_status(fresh, status)
+                self._remember_current(key, _status_inputs(written, seen))
         except NotFound:
             log.debug("WebServer deleted before its status was written", extra={"object_name": _name(obj)})
+        else:
+            # What we wrote is what next_status computes again from the written object and the same observation.
+            self._remember_current(key, _status_inputs(written, seen))
+        return None
 
-    async def _put_status(self, obj: KubeObject, status: dict[str, Any]) -> None:
-        """PUT ``status`` on ``obj`` and remember what the API server returned and which version it replaced."""
+    def _remember_current(self, key: ObjectKey, inputs: _StatusInputs | None) -> None:
+        if inputs is None:
+            self._status_current.pop(key, None)
+        else:
+            self._status_current[key] = inputs
+
+    async def _put_status(self, obj: KubeObject, status: dict[str, Any]) -> KubeObject:
+        """PUT ``status`` on ``obj``, remember what the API server returned and which version it replaced; return it."""
         meta = obj["metadata"]
         body = {**obj, "status": status}
         path = WEBSERVERS.path(namespace=meta["namespace"], name=meta["name"], subresource="status")
         written = await self._api.request("PUT", path, body=body)
-        self._status_written[(str(meta["namespace"]), str(meta["name"]))] = (_resource_version(obj), written)
+        key = (str(meta["namespace"]), str(meta["name"]))
+        self._status_written[key] = (_resource_version(obj), written)
+        self._status_put_at[key] = self._clock().timestamp()
+        return written
 
     async def _fresh_webserver(self, obj: KubeObject) -> KubeObject | None:
         meta = obj["metadata"]
@@ -536,6 +586,26 @@ class _Synced:
     created: bool = False
 
 
+#: What a status decision reads: the WebServer's resourceVersion, its children's (None: absent), the problem's verdict.
+_StatusInputs = tuple[str, str | None, str | None, tuple[str, str, bool] | None]
+
+
+def _status_inputs(obj: KubeObject, seen: Observation | Refusal) -> _StatusInputs | None:
+    """The versions ``next_status(obj, seen)`` depends on (``now`` only stamps a change).
+
+    None (nothing to remember) for a refusal, and for an object without a resourceVersion: equal versions stand for
+    equal contents only as the API server hands them out.
+    """
+    if isinstance(seen, Refusal):
+        return None
+    versions = [_resource_version(o) if o is not None else None for o in (obj, seen.deployment, seen.service)]
+    if "" in versions:
+        return None
+    problem = seen.problem
+    verdict = None if problem is None else (problem.reason, problem.message, problem.stalled)
+    return (str(versions[0]), versions[1], versions[2], verdict)
+
+
 def _involved(ws: WebServer) -> KubeObject:
     """The WebServer as an Event's involved object (its raw metadata carries uid and resourceVersion)."""
     return {"apiVersion": ws.api_version, "kind": ws.kind, "metadata": ws.metadata}
@@ -543,6 +613,10 @@ def _involved(ws: WebServer) -> KubeObject:
 
 def _name(obj: KubeObject) -> str:
     return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def _namespace(obj: KubeObject) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "")
 
 
 def _resource_version(obj: KubeObject) -> str:

@@ -11,9 +11,18 @@ what the reconciler saw (an ``Observation``: the children it just synced and the
 met, if any; or a ``Refusal``: a spec it will not act on) and hands back the status body to write, or ``None`` when
 the stored status already says it. The reconciler calls it once per attempt (twice when the first write meets a 409)
 and only does the I/O.
+
+``progress_detail(old, new)`` says whether a status to write only refines an in-progress story (replica counts,
+reason, message) without changing what a tool acts on (observedGeneration, nodePort, the status of any condition).
+A new Deployment passes through three such states within a second (the Deployment controller has not acted, no pod
+yet, a pod not yet ready) before it is available; writing each costs a write and tells nobody anything the next
+write does not. The reconciler holds those back for ``PROGRESS_DETAIL_INTERVAL`` after its previous status write
+(``WebServerReconciler._write_status``): the last one is written when the interval is over, unless a write that
+changes a condition's status (Ready, Stalled) or observedGeneration, which always goes at once, supersedes it.
 """
 
 import contextlib
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -32,6 +41,10 @@ _RECONCILING: Final = "Reconciling"
 _STALLED: Final = "Stalled"
 #: Ready=False reasons that need a person (kstatus Failed), besides every stalled ``Problem``.
 _STALLED_REASONS: Final = frozenset({"ProgressDeadlineExceeded", "ReplicaFailure", "InvalidSpec"})
+#: Seconds after a status write during which a further ``progress_detail`` write waits (see the module docstring).
+PROGRESS_DETAIL_INTERVAL: Final = 2.0
+#: The fields outside the conditions whose change is never held back.
+_DECISIVE_FIELDS: Final = ("observedGeneration", "selector", "nodePort")
 
 
 @dataclass(frozen=True)
@@ -72,19 +85,24 @@ def beyond_baseline(violations: Sequence[str]) -> Refusal:
     )
 
 
-def next_status(obj: KubeObject, seen: Observation | Refusal, *, now: datetime) -> dict[str, Any] | None:
+def next_status(
+    obj: KubeObject, seen: Observation | Refusal, *, now: datetime, parsed: WebServer | None = None
+) -> dict[str, Any] | None:
     """The status to write on the stored WebServer ``obj`` after ``seen``; None when the stored one already says it.
 
     For an ``Observation``, None too when ``obj``'s spec no longer parses (it changed since the children were synced:
-    the next reconcile reports it). ``now`` stamps condition transitions.
+    the next reconcile reports it). ``now`` stamps condition transitions. ``parsed``: ``obj`` as the caller already
+    validated it (the reconciler validates every WebServer before syncing its children), to save a second validation.
     """
     if isinstance(seen, Refusal):
         status = _refused(obj, seen, now=now)
     else:
-        try:
-            ws = WebServer.model_validate(obj)
-        except ValidationError:
-            return None
+        if parsed is None:
+            try:
+                parsed = WebServer.model_validate(obj)
+            except ValidationError:
+                return None
+        ws = parsed
         status = compute_status(ws, deployment=seen.deployment, service=seen.service, problem=seen.problem, now=now)
     return status if status_changed(obj.get("status"), status) else None
 
@@ -294,12 +312,18 @@ def _existing_conditions(ws: WebServer) -> list[dict[str, Any]]:
             "type": c.type,
             "status": c.status,
             **({"observedGeneration": c.observed_generation} if c.observed_generation is not None else {}),
-            "lastTransitionTime": format_time(parse_time(c.last_transition_time)),
+            "lastTransitionTime": _canonical_time(c.last_transition_time),
             "reason": c.reason,
             "message": c.message,
         }
         for c in ws.status.conditions
     ]
+
+
+@functools.lru_cache(maxsize=1024)
+def _canonical_time(moment: datetime) -> str:
+    """``moment`` in the form ``set_condition`` writes; cached: a bulk create's conditions share a few seconds."""
+    return format_time(parse_time(moment))
 
 
 def status_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
@@ -308,7 +332,25 @@ def status_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
     Absent and null fields are equal, conditions are compared by type regardless of order, and timestamps are
     compared as instants (``...00Z`` equals ``...00.000000+00:00``).
     """
+    if old == new:  # the usual answer: the new status was computed from the stored one and nothing moved
+        return False
     return _normalise_status(old or {}) != _normalise_status(new)
+
+
+def progress_detail(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
+    """Whether writing ``new`` over ``old`` only updates the details of a rollout still in progress.
+
+    True when both say Reconciling=True and every condition keeps its status, with the same observedGeneration,
+    selector and nodePort: only replica counts, reasons and messages move. kstatus, ``kubectl wait`` and the scale
+    subresource's selector read the same verdict from both; the details still reach the stored status, later.
+    """
+    if not old:
+        return False
+    if any(old.get(field) != new.get(field) for field in _DECISIVE_FIELDS):
+        return False
+    before = {c.get("type"): c.get("status") for c in old.get("conditions") or []}
+    after = {c.get("type"): c.get("status") for c in new.get("conditions") or []}
+    return before == after and after.get(_RECONCILING) == "True"
 
 
 def _normalise_status(status: dict[str, Any]) -> dict[str, Any]:

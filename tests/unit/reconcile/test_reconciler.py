@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -25,6 +25,7 @@ from webserver_operator.desired import child_labels
 from webserver_operator.kube.errors import Conflict, ServerError
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.reconciler import Caches, WebServerReconciler
+from webserver_operator.reconcile.status import next_status
 from webserver_operator.runtime.result import Result
 
 NS, NAME = "default", "web"
@@ -390,7 +391,10 @@ async def test_status_409_with_a_newer_generation_never_claims_the_unapplied_spe
     stored["metadata"]["generation"] = 2
     api.collections[WEBSERVERS.path(namespace=NS)][NAME]["metadata"]["generation"] = 2
     stale_status = copy.deepcopy(stale)
-    stale_status["status"]["replicas"] = 5  # make the cached status differ so a write is attempted
+    # Make the cached status differ so a write is attempted (a nodePort: never a detail that could wait), as an older
+    # version of the WebServer would (another resourceVersion: a cache never holds other contents under ours).
+    stale_status["status"]["nodePort"] = 30999
+    stale_status["metadata"]["resourceVersion"] = "older"
 
     class Cached(LiveCache):
         def get(self, key: ObjectKey, /) -> KubeObject | None:
@@ -734,7 +738,13 @@ async def test_a_change_right_after_our_status_write_is_written_from_that_write_
     await rec.reconcile(KEY)
     deployment = api.get(DEP_PATH)
     assert deployment is not None
-    deployment["status"] = {"replicas": 2, "readyReplicas": 2, "availableReplicas": 2, "updatedReplicas": 2}
+    deployment["status"] = {
+        "observedGeneration": 1,
+        "replicas": 2,
+        "readyReplicas": 2,
+        "availableReplicas": 2,
+        "updatedReplicas": 2,
+    }
     api.put(DEPLOYMENTS.path(namespace=NS), deployment)
     await rec.reconcile(KEY)
     assert [c.method for c in api.calls if c.path.startswith(WS_PATH)] == ["PUT", "PUT"], "no 409, no re-read"
@@ -853,3 +863,170 @@ async def test_a_child_deleted_again_right_after_its_create_is_created_again_whe
         assert api.get(DEP_PATH) is not None
     gets = [call for call in api.calls if call.method == "GET" and call.path == WS_PATH]
     assert len(gets) == 2, "one WebServer read per quick recreate, none on the first create"
+
+
+#: What kube-controller-manager writes to a new one-replica Deployment's status, in order (recorded on the local
+#: control plane): the Deployment controller has acted but the ReplicaSet has no pod yet; the pod exists; it is ready;
+#: the rollout is marked complete.
+NEW_DEPLOYMENT_PROGRESS: list[dict[str, Any]] = [
+    {
+        "observedGeneration": 1,
+        "unavailableReplicas": 1,
+        "conditions": [
+            {"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable"},
+            {"type": "Progressing", "status": "True", "reason": "NewReplicaSetCreated"},
+        ],
+    },
+    {
+        "observedGeneration": 1,
+        "replicas": 1,
+        "updatedReplicas": 1,
+        "unavailableReplicas": 1,
+        "conditions": [
+            {"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable"},
+            {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated"},
+        ],
+    },
+    {
+        "observedGeneration": 1,
+        "replicas": 1,
+        "updatedReplicas": 1,
+        "readyReplicas": 1,
+        "availableReplicas": 1,
+        "conditions": [
+            {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
+            {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated"},
+        ],
+    },
+    {
+        "observedGeneration": 1,
+        "replicas": 1,
+        "updatedReplicas": 1,
+        "readyReplicas": 1,
+        "availableReplicas": 1,
+        "conditions": [
+            {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
+            {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"},
+        ],
+    },
+]
+
+
+class _Clock:
+    """The reconciler's wall clock, moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 11, 23, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+def deployment_reports(api: FakeApi, status: dict[str, Any]) -> None:
+    """kube-controller-manager writes ``status`` to the Deployment (a new resourceVersion, as the watch delivers it)."""
+    live = api.get(DEP_PATH)
+    assert live is not None
+    api.put(DEPLOYMENTS.path(namespace=NS), {**live, "status": copy.deepcopy(status)})
+
+
+def status_puts(api: FakeApi) -> int:
+    return sum(1 for c in api.writes() if c.method == "PUT" and c.path == f"{WS_PATH}/status")
+
+
+async def test_a_new_webserver_costs_two_status_writes_however_fast_its_deployment_progresses() -> None:
+    """Created (Reconciling), then Ready: the Deployment's intermediate states, each seen within a second, change
+    only the rollout's details and are superseded by Ready before they are due."""
+    api = with_world(replicas=1)
+    rec, clock = reconciler(api), _Clock()
+    rec._clock = clock
+    await rec.reconcile(KEY)
+    for status in NEW_DEPLOYMENT_PROGRESS:
+        clock.advance(0.3)
+        deployment_reports(api, status)
+        await rec.reconcile(KEY)
+    assert status_puts(api) == 2, "one status write on create, one when Ready"
+    stored = api.get(WS_PATH)
+    assert stored is not None
+    assert (stored["status"]["replicas"], stored["status"]["readyReplicas"]) == (1, 1)
+    assert {c["type"]: c["status"] for c in stored["status"]["conditions"]} == {
+        "Ready": "True",
+        "Reconciling": "False",
+        "Stalled": "False",
+    }
+    assert ready(api)["message"] == "1/1 pods available."
+
+
+async def test_held_back_progress_is_written_when_due_and_a_stall_at_once() -> None:
+    """A pod that never becomes ready: its replica count reaches the status after the interval, not never; a
+    ReplicaFailure (Stalled, a person must act) is written the moment it is seen."""
+    api = with_world(replicas=1)
+    rec, clock = reconciler(api), _Clock()
+    rec._clock = clock
+    await rec.reconcile(KEY)
+    clock.advance(0.3)
+    deployment_reports(api, NEW_DEPLOYMENT_PROGRESS[0])
+    first = await rec.reconcile(KEY)
+    clock.advance(0.3)
+    deployment_reports(api, NEW_DEPLOYMENT_PROGRESS[1])
+    second = await rec.reconcile(KEY)
+    assert status_puts(api) == 1
+    assert first.requeue_after == pytest.approx(1.7) and second.requeue_after == pytest.approx(1.4)
+    clock.advance(second.requeue_after or 0)
+    assert (await rec.reconcile(KEY)).requeue_after is None
+    stored = api.get(WS_PATH)
+    assert stored is not None
+    assert (stored["status"]["replicas"], stored["status"]["readyReplicas"], status_puts(api)) == (1, 0, 2)
+    assert (ready(api)["reason"], ready(api)["message"].split(".")[0]) == ("Scaling", "0/1 pods available")
+
+    clock.advance(0.1)
+    failure = {"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate", "message": "quota exceeded"}
+    deployment_reports(
+        api, {**NEW_DEPLOYMENT_PROGRESS[1], "conditions": [*NEW_DEPLOYMENT_PROGRESS[1]["conditions"], failure]}
+    )
+    await rec.reconcile(KEY)
+    assert status_puts(api) == 3
+    assert (ready(api)["reason"], find_condition(api, "Stalled")["status"]) == ("ReplicaFailure", "True")
+
+
+def find_condition(api: FakeApi, condition_type: str) -> dict[str, Any]:
+    ws = api.get(WS_PATH)
+    assert ws is not None
+    (condition,) = [c for c in ws["status"]["conditions"] if c["type"] == condition_type]
+    return dict(condition)
+
+
+async def test_the_status_is_decided_again_only_when_something_it_reads_has_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The echo of our own status write, or a second event for the same versions, costs no status computation; a
+    new Deployment status does, and the status follows it. What the reconciler remembers after a write is what a
+    reconciler without that memory decides from the same objects: nothing to write."""
+    decided: list[str] = []
+
+    def counting(obj: KubeObject, seen: Any, **kwargs: Any) -> dict[str, Any] | None:
+        decided.append(obj["metadata"]["resourceVersion"])
+        return next_status(obj, seen, **kwargs)
+
+    monkeypatch.setattr("webserver_operator.reconcile.reconciler.next_status", counting)
+    api = with_world(replicas=1)
+    rec, clock = reconciler(api), _Clock()
+    rec._clock = clock
+    await rec.reconcile(KEY)
+    await rec.reconcile(KEY)  # the watch delivers our write; nothing else moved
+    await rec.reconcile(KEY)
+    assert len(decided) == 1
+    for status in NEW_DEPLOYMENT_PROGRESS[2:]:
+        clock.advance(0.3)
+        deployment_reports(api, status)
+        await rec.reconcile(KEY)
+        await rec.reconcile(KEY)
+    assert len(decided) == 3, "one decision per new Deployment status"
+    assert ready(api)["status"] == "True"
+    writes = len(api.writes())
+    fresh = reconciler(api)
+    fresh._clock = clock
+    await fresh.reconcile(KEY)
+    assert len(api.writes()) == writes

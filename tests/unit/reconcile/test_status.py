@@ -8,7 +8,7 @@ import pytest
 from tests.support.factories import deployment, service, webserver_model
 from webserver_operator.api.models import WebServer
 from webserver_operator.reconcile.problems import Problem
-from webserver_operator.reconcile.status import compute_status, ready_verdict, status_changed
+from webserver_operator.reconcile.status import compute_status, progress_detail, ready_verdict, status_changed
 
 Obj = dict[str, Any]
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
@@ -323,3 +323,66 @@ def test_steady_state_writes_nothing() -> None:
 )
 def test_status_changed(old: Obj | None, new: Obj, changed: bool) -> None:
     assert status_changed(old, new) is changed
+
+
+def _in_progress(**fields: Any) -> Obj:
+    """A stored status of a rollout in progress: Ready=False, Reconciling=True, Stalled=False."""
+    conditions = [
+        {"type": t, "status": v, "reason": "Scaling", "message": "0/1 pods available.", "lastTransitionTime": "x"}
+        for t, v in (("Ready", "False"), ("Reconciling", "True"), ("Stalled", "False"))
+    ]
+    return {
+        "observedGeneration": 1,
+        "replicas": 0,
+        "readyReplicas": 0,
+        "nodePort": 30080,
+        "conditions": conditions,
+        **fields,
+    }
+
+
+def _flipped(status: Obj, **statuses: str) -> Obj:
+    return {
+        **status,
+        "conditions": [{**c, "status": statuses.get(c["type"], c["status"])} for c in status["conditions"]],
+    }
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "detail"),
+    [
+        (_in_progress(), _in_progress(replicas=1), True),
+        (
+            _in_progress(),
+            {
+                **_in_progress(),
+                "conditions": [
+                    {**c, "reason": "RollingOut", "message": "1/3 pods updated"} for c in _in_progress()["conditions"]
+                ],
+            },
+            True,
+        ),
+        (None, _in_progress(), False),
+        (_in_progress(), _in_progress(observedGeneration=2), False),
+        (_in_progress(), _in_progress(nodePort=30081), False),
+        (_in_progress(), _flipped(_in_progress(readyReplicas=1), Ready="True", Reconciling="False"), False),
+        (_in_progress(), _flipped(_in_progress(), Reconciling="False", Stalled="True"), False),
+        (
+            _flipped(_in_progress(), Reconciling="False", Stalled="True"),
+            _flipped(_in_progress(replicas=1), Reconciling="False", Stalled="True"),
+            False,
+        ),
+    ],
+    ids=[
+        "replicas",
+        "reason-and-message",
+        "first-status",
+        "new-generation",
+        "node-port",
+        "ready",
+        "stalled",
+        "while-stalled",
+    ],
+)
+def test_progress_detail_is_only_a_change_of_detail_while_reconciling(old: Obj | None, new: Obj, detail: bool) -> None:
+    assert progress_detail(old, new) is detail
