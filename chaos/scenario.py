@@ -61,6 +61,10 @@ FULL = RunConfig(
 )
 # One fault's limit: calm before it (up to 3 min), injection, heal and recovery (each measure capped by ``cap``).
 FAULT_LIMIT = 420.0
+#: How long convergence must hold before the final quiet window starts: longer than the operator's 2 s hold-back of a
+#: status change that only updates a rollout's details, so a write that answers the churn's last change is not taken
+#: for a write at rest.
+SETTLE_SECONDS = 3.0
 
 SHORT = RunConfig(
     name="short",
@@ -287,6 +291,12 @@ async def _final(h: Harness, result: Result) -> None:
             + (": " + "; ".join(adopted + conflicts) if adopted or conflicts else ""),
         )
     )
+    if not remaining:
+        # Converged is judged from counts: pods that the churn's last drift made (it may act as the churn stops) can
+        # still come and go, and the operator holds a rollout detail of the status back up to 2 s after its previous
+        # status write. The quiet window starts once convergence has held past both.
+        await asyncio.sleep(SETTLE_SECONDS)
+        await h.wait_converged(cfg.converge_timeout)
     quiet_start = time.time()
     await asyncio.sleep(cfg.quiet_window)
     quiet_end = time.time()
