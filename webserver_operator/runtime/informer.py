@@ -127,10 +127,6 @@ def strip_unread_fields(obj: KubeObject) -> KubeObject:
     return obj
 
 
-def _namespace_of(obj: KubeObject) -> str:
-    return str((obj.get("metadata") or {}).get("namespace") or "")
-
-
 def _failure_reason(exc: BaseException) -> str:
     """The ``reason`` label of the watch-restart metric for a failure (and the word the logs use)."""
     if isinstance(exc, Gone):
@@ -247,9 +243,12 @@ class Informer:
         if self.shard_filter.rescope(scope):
             self._needs_list = self._settle = True
         self._scope_version += 1
-        released = [obj for obj in self.store.list() if not scope.contains(_namespace_of(obj))]
-        for obj in released:
-            self.store.delete(object_key(obj))
+        released = []
+        for obj in self.store.list():
+            key = object_key(obj)
+            if not scope.contains(key[0]):
+                self.store.delete(key)
+                released.append(obj)
         self._interrupt.fire()
         logger.info(
             "informer %s: now keeping %s (%d object(s) let go)",

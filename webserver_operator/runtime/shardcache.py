@@ -22,7 +22,7 @@ goes on from its resume point with the narrower selector. The last shard stopped
 shard's keys only then, so no reconcile runs on a half-filled cache (a WebServer listed before its Deployments would
 look as if its children were missing). Reads route by namespace as before: ``ShardedGroup`` answers ``get``/``list``
 from the shared store, which holds the held shards' objects and nothing else (a shard not held reads as empty), and
-``cached(shard)`` counts one shard's objects for ``webserver_operator_shard_cached_objects``.
+``cached_per_shard()`` counts each shard's objects for ``webserver_operator_shard_cached_objects``.
 
 The views' ``died``, ``has_synced`` and ``informers`` are what ``manager.probes`` reads on the probe thread: they
 read one attribute that the main loop replaces whole on the first start and the last stop, never a dict being
@@ -89,10 +89,6 @@ class ShardedGroup:
     def __len__(self) -> int:
         group = self._group
         return len(group) if group is not None else 0
-
-    def cached(self, shard: int) -> int:
-        """Objects cached for ``shard`` (0 when it is not held here)."""
-        return self.cached_per_shard().get(shard, 0)
 
     def cached_per_shard(self) -> dict[int, int]:
         """Objects cached per held shard with any, for the per-second metrics.

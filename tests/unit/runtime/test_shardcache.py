@@ -66,7 +66,7 @@ async def test_a_view_holds_the_started_shards_and_evicts_a_stopped_one(api: Fak
         other = next(iter(shard1))
         assert view.get(other) is None and view.list(other[0]) == [], "another shard's objects never reach the cache"
         assert view.get(next(iter(shard0))) is not None
-        assert view.cached(0) == 3 and view.cached(1) == 0
+        assert view.cached_per_shard() == {0: 3}
         assert view.has_synced and not view.died
 
         cache.start(1)
