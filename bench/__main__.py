@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from bench import charts, report, sharded
+from bench import charts, drop_cost, report, sharded
 from bench.progress import say
 from bench.runner import Plan, run_plan
 from bench.scenarios import SCENARIOS
@@ -157,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     prof.set_defaults(func=cmd_profile)
     sharded.add_parser(sub, RESULTS)
+    drop_cost.add_parser(sub)
     args = parser.parse_args(argv)
     code: int = args.func(args)
     return code
