@@ -134,13 +134,14 @@ def _lag(first: Milestone, then: Milestone) -> Result:
     )
 
 
-def _slowest_lags(first: Milestone, then: Milestone, t0: float, count: int = 12) -> list[list[float]]:
-    """The ``count`` largest status lags as ``[seconds after t0 the Deployment was available, lag in ms]``.
+def _slowest_lags(first: Milestone, then: Milestone, t0: float, count: int = 12) -> list[list[float | str]]:
+    """The ``count`` largest status lags as ``[name, seconds after t0 the Deployment was available, lag in ms]``.
 
-    Where in the scenario the tail lies (during the creates, or later) says what it waits behind.
+    Where in the scenario the tail lies (during the creates, or later, several at one moment) says what it waits
+    behind; the name finds the object in the operator's log.
     """
-    lags = [(then.reached[n] - first.reached[n], first.reached[n] - t0) for n in then.reached if n in first.reached]
-    return [[round(at, 2), round(lag * 1000, 1)] for lag, at in sorted(lags, reverse=True)[:count]]
+    lags = [(then.reached[n] - first.reached[n], first.reached[n] - t0, n) for n in then.reached if n in first.reached]
+    return [[name, round(at, 2), round(lag * 1000, 1)] for lag, at, name in sorted(lags, reverse=True)[:count]]
 
 
 async def start_operator(ctx: Context, spec: OperatorSpec, *, log_name: str) -> tuple[Process, Result]:
