@@ -62,6 +62,9 @@ class ServerThread:
 
     def launch(self) -> None:
         """Start the thread and return at once; ``started()`` tells when the sites listen."""
+        # A running future cannot be cancelled: a ``started()`` given up on (the operator stopping first) leaves the
+        # start to finish and report, so ``stop`` finds a loop to stop.
+        self._started.set_running_or_notify_cancel()
         self._thread = threading.Thread(target=self._serve, name=self._name, daemon=True)
         self._thread.start()
 
