@@ -134,6 +134,16 @@ def _lag(first: Milestone, then: Milestone) -> Result:
     )
 
 
+def _slowest_lags(first: Milestone, then: Milestone, t0: float, count: int = 12) -> list[list[float | str]]:
+    """The ``count`` largest status lags as ``[name, seconds after t0 the Deployment was available, lag in ms]``.
+
+    Where in the scenario the tail lies (during the creates, or later, several at one moment) says what it waits
+    behind; the name finds the object in the operator's log.
+    """
+    lags = [(then.reached[n] - first.reached[n], first.reached[n] - t0, n) for n in then.reached if n in first.reached]
+    return [[name, round(at, 2), round(lag * 1000, 1)] for lag, at, name in sorted(lags, reverse=True)[:count]]
+
+
 async def start_operator(ctx: Context, spec: OperatorSpec, *, log_name: str) -> tuple[Process, Result]:
     """Start the operator with the probe WebServer already there; time to its first child and to Ready."""
     tracker = ctx.tracker
@@ -179,6 +189,7 @@ async def bulk_create(ctx: Context, proc: Process, spec: OperatorSpec) -> Result
         "children_per_object_s": _per_object(children, fanout.sent),
         "ready_per_object_s": _per_object(ready, fanout.sent),
         "status_lag_ms": _lag(available, ready),
+        "status_lag_slowest": _slowest_lags(available, ready, t0),
         "reached": {"children": children.count, "ready": ready.count, "available": available.count},
         **usage_dict(meter.usage, cfg.n),
         "requests": audit.summary(audit.by_agent(ctx.audit.read(), spec.user_agents)),

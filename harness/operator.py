@@ -94,13 +94,19 @@ class OperatorProcess:
                 self.lines.append(json.loads(line))
 
     def wait_started(self, timeout: float = 30, *, ready: bool = True) -> OperatorProcess:
-        """Wait for the probe ports, then (unless ``ready=False``) for /readyz (caches synced)."""
+        """Wait for the probe and metrics ports, then (unless ``ready=False``) for /readyz (caches synced).
+
+        The metrics port is logged on a line of its own once /metrics listens (``metrics_port`` null: disabled).
+        """
         deadline = time.monotonic() + timeout
-        while not self.health_port:
+        metrics_known = False
+        while not self.health_port or not metrics_known:
             self._check_alive()
             for entry in self.snapshot():
                 if "health_port" in entry:
                     self.health_port = int(entry["health_port"])
+                if "metrics_port" in entry:
+                    metrics_known = True
                     self.metrics_port = int(entry.get("metrics_port") or 0)
                     self.metrics_scheme = str(entry.get("metrics_scheme") or "http")
             if time.monotonic() > deadline:

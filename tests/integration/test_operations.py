@@ -10,6 +10,8 @@ import asyncio
 import contextlib
 import os
 import signal
+import socket
+import ssl
 import threading
 import time
 import urllib.error
@@ -18,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from harness.operator import OperatorProcess
@@ -27,6 +30,7 @@ from tests.support.factories import webserver
 from tests.support.proxy import FreezableProxy
 from tests.support.webservers import wait_condition, wait_field, wait_ready
 from webserver_operator.core.settings import ClientSettings, ServerSettings, WatchSettings
+from webserver_operator.manager import certs
 from webserver_operator.manager.operator import Operator
 from webserver_operator.manager.settings import Settings
 
@@ -144,6 +148,81 @@ async def test_healthz_fails_while_the_event_loop_is_blocked(cluster: Cluster, c
     assert (await asyncio.to_thread(probe, "/healthz"))[0] == 200
     operator.request_stop()
     assert await asyncio.wait_for(task, 30) == 0
+
+
+async def _probe_async(operator: Operator, path: str) -> tuple[int, str]:
+    def probe() -> tuple[int, str]:
+        url = f"http://127.0.0.1:{operator.health_port}{path}"
+        try:
+            with urllib.request.urlopen(url, timeout=5) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as err:
+            return err.code, err.read().decode()
+
+    return await asyncio.to_thread(probe)
+
+
+async def test_the_first_reconcile_does_not_wait_for_the_metrics_certificate(
+    cluster: Cluster, crd: str, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While /metrics is still making its certificate, the WebServer gets its children; /readyz waits for /metrics."""
+    certificate_made = threading.Event()
+    real = certs.server_ssl_context
+
+    def slow_certificate(cert_dir: str | None) -> ssl.SSLContext:
+        certificate_made.wait(60)
+        return real(cert_dir)
+
+    monkeypatch.setattr("webserver_operator.manager.metrics_server.server_ssl_context", slow_certificate)
+    cluster.apply(webserver("web", replicas=1), namespace=namespace)
+    settings = Settings(
+        client=ClientSettings(kubeconfig=str(cluster.kubeconfig)),
+        watch=WatchSettings(namespaces=[namespace]),
+        server=ServerSettings(health_probe_bind_address="127.0.0.1:0", metrics_bind_address="127.0.0.1:0"),
+    )
+    operator = Operator(settings)
+    task = asyncio.create_task(operator.run())
+    try:
+        for _ in range(600):
+            found = await asyncio.to_thread(cluster.get_or_none, "deployment", "web", namespace=namespace)
+            if found is not None or task.done():
+                break
+            await asyncio.sleep(0.1)
+        assert found is not None, "the WebServer's Deployment was not created while /metrics was starting"
+        code, text = await _probe_async(operator, "/readyz")
+        assert code == 500, text
+        assert "metrics server starting" in text, text
+        certificate_made.set()
+        for _ in range(300):
+            code, text = await _probe_async(operator, "/readyz")
+            if code == 200:
+                break
+            await asyncio.sleep(0.1)
+        assert code == 200, text
+        assert "metrics server listening" in text, text
+    finally:
+        certificate_made.set()
+        operator.request_stop()
+        assert await asyncio.wait_for(task, 30) == 0
+
+
+async def test_a_metrics_port_in_use_stops_the_operator_with_exit_code_2(
+    cluster: Cluster, crd: str, namespace: str
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        settings = Settings(
+            client=ClientSettings(kubeconfig=str(cluster.kubeconfig)),
+            watch=WatchSettings(namespaces=[namespace]),
+            server=ServerSettings(
+                health_probe_bind_address="127.0.0.1:0",
+                metrics_bind_address=f"127.0.0.1:{port}",
+                metrics_secure=False,
+            ),
+        )
+        assert await asyncio.wait_for(Operator(settings).run(), 60) == 2
 
 
 def _proxied(cluster: Cluster, tmp_path: Path) -> tuple[FreezableProxy, Path]:

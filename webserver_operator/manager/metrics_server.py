@@ -15,7 +15,11 @@ CPU and a review waits for the API server; neither may delay the health probes, 
 The reviews go through an API client created on this loop from the same client settings as the operator's.
 
 Renders are coalesced: scrapes that arrive while a render runs (in this loop's executor) share its result, so a flood
-of scrapes costs one render at a time, not one per scrape. Started by ``manager.operator`` after the probes.
+of scrapes costs one render at a time, not one per scrape.
+
+Launched by ``manager.operator`` after the probes, without waiting (``launch``, then ``await started()``): making the
+self-signed certificate runs a child Python process (``manager.certs``), and the controller's first reconcile has no
+reason to wait for it. /readyz waits for it instead, and a server that cannot start still stops the operator.
 """
 
 from __future__ import annotations
@@ -131,14 +135,28 @@ class MetricsServer:
         return "https" if self._settings.metrics_secure else "http"
 
     def start(self, timeout: float = 15.0) -> int:
+        """Serve, and wait on this thread until the port listens; returns it (raises what stopped the start)."""
+        self._warn_if_open()
+        (self.port,) = self._thread.start(timeout)
+        return self.port
+
+    def launch(self) -> None:
+        """Start serving and return at once; ``await started()`` for the port."""
+        self._warn_if_open()
+        self._thread.launch()
+
+    async def started(self) -> int:
+        """The bound port once it listens; raises what stopped the start (a bad certificate path, a taken port)."""
+        (self.port,) = await self._thread.started()
+        return self.port
+
+    def _warn_if_open(self) -> None:
         if not self._settings.metrics_secure and not _loopback(self._bind[0]):
             log.warning(
                 "metrics are served over plain HTTP without authentication on %s:%d: anyone who reaches this port "
                 "reads every WebServer's name and namespace; drop --no-metrics-secure to require a token",
                 *self._bind,
             )
-        (self.port,) = self._thread.start(timeout)
-        return self.port
 
     def stop(self) -> None:
         self._thread.stop()

@@ -5,8 +5,10 @@ reconciler (``reconcile.setup``), how a Lease is held in ``runtime.lease``. Call
 returns the process exit code.
 
 Order of events, after controller-runtime's manager:
-1. probes start first, then /metrics, each on a thread of its own (the bound ports are logged), so kubelet sees a
-   live process while caches fill;
+1. probes start first, each server on a thread of its own (the bound ports are logged), so kubelet sees a live
+   process while caches fill; /metrics is launched next and comes up beside the rest (its self-signed certificate
+   is made by a child process, which the first reconcile must not wait for): /readyz waits for it, its port is
+   logged when it listens, and if it cannot start the operator stops with exit code 2 and the reason;
 2. informers (WebServers, and label-filtered Deployments and Services) start on EVERY replica: a standby keeps warm
    caches, is ready, and takes over without a relist;
 3. with leader election on, reconciling starts only once the Lease is held. Writes are fenced by time: the reconcile
@@ -40,7 +42,7 @@ from webserver_operator.kube.client import KubeClient
 from webserver_operator.kube.config import load_configuration
 from webserver_operator.manager.endpoints import ProbeServer
 from webserver_operator.manager.metrics_server import MetricsServer
-from webserver_operator.manager.probes import Heartbeat, Probes, Watching, cache_synced, watches_running
+from webserver_operator.manager.probes import Heartbeat, Probes, Starting, Watching, cache_synced, watches_running
 from webserver_operator.manager.settings import Settings
 from webserver_operator.manager.shards import ShardWork, publish_one_shard, run_sharded
 from webserver_operator.reconcile.setup import setup_webserver_controller
@@ -103,6 +105,8 @@ class Operator:
         self.settings = settings
         self.stop_requested = asyncio.Event()
         self._health_port: int | None = None
+        #: Set when a part started beside the controller (the metrics server) failed: the exit code is then 2.
+        self._failed = False
 
     @property
     def health_port(self) -> int | None:
@@ -119,12 +123,13 @@ class Operator:
             async with contextlib.AsyncExitStack() as stack:
                 probes = self._start_endpoints(stack)
                 parts = await self._build(stack, probes)
-                return await self._sync_acquire_and_lead(parts)
+                code = await self._sync_acquire_and_lead(parts)
+                return _EXIT_FAILED if self._failed else code
         finally:
             log.info("stopped")
 
     def _start_endpoints(self, stack: contextlib.AsyncExitStack) -> Probes:
-        """The loop heartbeat, probes, then /metrics, each server on a thread of its own; the ports go into the log."""
+        """The loop heartbeat and probes, then /metrics launched beside them; the ports go into the log."""
         s = self.settings
         heartbeat = Heartbeat()
         _background(stack, heartbeat.run(), name="heartbeat")
@@ -134,23 +139,46 @@ class Operator:
         probe_server.start()
         stack.callback(probe_server.stop)
         self._health_port = probe_server.health_port
-        metrics_port, metrics_scheme = None, None
-        if s.server.metrics_enabled:
-            metrics_server = MetricsServer(server=s.server, client=s.client)
-            metrics_port, metrics_scheme = metrics_server.start(), metrics_server.scheme
-            stack.callback(metrics_server.stop)
+        if not s.server.metrics_enabled:
+            log.info(
+                "webserver-operator %s: health probes on port %d, metrics (disabled)",
+                __version__,
+                probe_server.health_port,
+                extra={"health_port": probe_server.health_port, "metrics_port": None, "metrics_scheme": None},
+            )
+            return probes
+        metrics_server = MetricsServer(server=s.server, client=s.client)
+        metrics_server.launch()
+        stack.callback(metrics_server.stop)
+        starting = Starting("metrics server")
+        probes.readiness["metrics"] = starting.check
         log.info(
-            "webserver-operator %s: health probes on port %d, metrics on %s",
+            "webserver-operator %s: health probes on port %d, metrics starting on %s",
             __version__,
             probe_server.health_port,
-            f"{metrics_scheme} port {metrics_port}" if metrics_port is not None else "(disabled)",
-            extra={
-                "health_port": probe_server.health_port,
-                "metrics_port": metrics_port,
-                "metrics_scheme": metrics_scheme,
-            },
+            s.server.metrics_bind_address,
+            extra={"health_port": probe_server.health_port},
         )
+        _background(stack, self._announce(metrics_server, starting), name="metrics-start")
         return probes
+
+    async def _announce(self, metrics_server: MetricsServer, starting: Starting) -> None:
+        """Log the metrics port once it listens; if it cannot start, say why and stop the operator (exit code 2)."""
+        try:
+            port = await metrics_server.started()
+        except Exception as err:
+            starting.failed(str(err))
+            log.error("cannot serve /metrics, stopping: %s", err, exc_info=err)
+            self._failed = True
+            self.request_stop()
+            return
+        starting.listening()
+        log.info(
+            "metrics on %s port %d",
+            metrics_server.scheme,
+            port,
+            extra={"metrics_port": port, "metrics_scheme": metrics_server.scheme},
+        )
 
     async def _build(self, stack: contextlib.AsyncExitStack, probes: Probes) -> _Parts | _Sharded:
         """Clients, informer cache, the leader Lease and the controller (declared by ``reconcile.setup``).

@@ -4,8 +4,9 @@ What the probes mean (what kubelet and people should act on):
 - /healthz (liveness) fails when restarting the process would help: the main loop is blocked, or a watch task has
   died or stopped making progress for far longer than its own stall watchdog allows. It does NOT fail because the API
   server is unreachable: an outage must not restart-loop every replica, and the watchdog restarts silent watches.
-- /readyz (readiness) passes once the informer caches have synced. A standby replica (not the leader) syncs its
-  caches too, so it is ready and takes over warm.
+- /readyz (readiness) passes once the informer caches have synced and /metrics listens (it starts beside the
+  controller, ``Starting``). A standby replica (not the leader) syncs its caches too, so it is ready and takes over
+  warm.
 
 Checks run on the endpoint server's thread (``manager.endpoints``), so they must only read simple attributes (floats,
 bools) that the main loop writes. The manager fills ``Probes`` (loop heartbeat, watch liveness, cache readiness).
@@ -62,6 +63,31 @@ def run_checks(checks: dict[str, Check]) -> tuple[bool, str]:
         lines.append(f"[{'+' if ok else '-'}]{name} {'ok' if ok else 'failed'}: {detail}")
     lines.append("healthz check passed" if healthy else "healthz check failed")
     return healthy, "\n".join(lines) + "\n"
+
+
+class Starting:
+    """Readiness of a server started beside the controller: fails until it listens, and says why it never will.
+
+    Written by the main loop (``listening``, ``failed``), read by the probe thread (``check``).
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._up = False
+        self._error: str | None = None
+
+    def listening(self) -> None:
+        self._up = True
+
+    def failed(self, error: str) -> None:
+        self._error = error
+
+    def check(self) -> tuple[bool, str]:
+        if self._error is not None:
+            return False, f"{self.name} failed to start: {self._error}"
+        if self._up:
+            return True, f"{self.name} listening"
+        return False, f"{self.name} starting"
 
 
 class Watching(Protocol):

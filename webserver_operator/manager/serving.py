@@ -9,11 +9,17 @@ loop.
 ``build`` runs inside the server's own loop, so whatever it creates there (an aiohttp client session, the metrics
 server's API client) belongs to that loop; it is closed through the applications' ``on_cleanup`` hooks when the
 server stops. Used by ``manager.endpoints`` and ``manager.metrics_server``; ``start`` hands back the bound ports.
+
+``launch`` starts the thread without waiting, and ``started()`` (awaitable from any loop) hands back the ports or
+raises what stopped the start, so a server that takes its time (the metrics server makes a certificate in a child
+process first) can come up beside the controller instead of ahead of it. ``start`` is both, waiting on this thread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import ssl
 import threading
 from collections.abc import Awaitable, Callable, Sequence
@@ -42,18 +48,29 @@ class ServerThread:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runners: list[web.AppRunner] = []
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
+        #: The bound ports once every site listens, or what stopped the start.
+        self._started: concurrent.futures.Future[list[int]] = concurrent.futures.Future()
         self.ports: list[int] = []
 
     def start(self, timeout: float = 10.0) -> list[int]:
+        """``launch``, then wait on this thread until the sites listen; raises what stopped them."""
+        self.launch()
+        try:
+            return self._started.result(timeout)
+        except concurrent.futures.TimeoutError:
+            raise RuntimeError(f"the {self._name} did not start within {timeout:g}s") from None
+
+    def launch(self) -> None:
+        """Start the thread and return at once; ``started()`` tells when the sites listen."""
+        # A running future cannot be cancelled: a ``started()`` given up on (the operator stopping first) leaves the
+        # start to finish and report, so ``stop`` finds a loop to stop.
+        self._started.set_running_or_notify_cancel()
         self._thread = threading.Thread(target=self._serve, name=self._name, daemon=True)
         self._thread.start()
-        if not self._ready.wait(timeout):
-            raise RuntimeError(f"the {self._name} did not start within {timeout:g}s")
-        if self._error is not None:
-            raise self._error
-        return self.ports
+
+    async def started(self) -> list[int]:
+        """The bound ports, once the sites listen (awaitable from any loop); raises what stopped the start."""
+        return await asyncio.wrap_future(self._started)
 
     def _serve(self) -> None:
         loop = asyncio.new_event_loop()
@@ -61,12 +78,11 @@ class ServerThread:
         try:
             loop.run_until_complete(self._start_sites())
         except BaseException as err:
-            self._error = err
             loop.run_until_complete(self._cleanup())
             loop.close()
-            self._ready.set()
+            self._started.set_exception(err)
             return
-        self._ready.set()
+        self._started.set_result(self.ports)
         try:
             loop.run_forever()
         finally:
@@ -98,5 +114,6 @@ class ServerThread:
 
     def stop(self) -> None:
         if self._loop is not None and self._thread is not None and self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._loop.stop)
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: the start failed, nothing to stop
+                self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=5)

@@ -2,7 +2,9 @@
 
 - For(WebServer): every WebServer event asks for its own key.
 - Owns(Deployment, Service): only the children the operator labelled (``CHILD_LABEL_SELECTOR``), each waking the
-  WebServer that controls it, or, for an orphan, the one its instance label names (so it can be adopted).
+  WebServer that controls it, or, for an orphan, the one its instance label names (so it can be adopted). A
+  Deployment whose availability changed wakes it at urgent priority (``reconcile.urgency``): that is what a user
+  waits to see in the status.
 - Watches(Service deleted): a deleted Service frees a nodePort, so WebServers waiting on a problem look again now
   instead of at their next slow requeue.
 - Bookkeeping on WebServer events: the ``webserver_operator_managed_webservers`` gauge, the per-WebServer
@@ -26,6 +28,7 @@ from webserver_operator.desired import CHILD_LABEL_SELECTOR, orphan_of
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.reconciler import Caches, WebServerReconciler
 from webserver_operator.reconcile.status import READY
+from webserver_operator.reconcile.urgency import availability_changed
 from webserver_operator.runtime.builder import ControllerBuilder
 from webserver_operator.runtime.cache import SharedCache
 from webserver_operator.runtime.controller import Controller
@@ -97,7 +100,7 @@ def setup_webserver_controller(cache: SharedCache, *, api: ApiRequests, settings
     controller = (
         ControllerBuilder(_CONTROLLER_NAME, cache, settings)
         .for_(WEBSERVERS)
-        .owns(DEPLOYMENTS, label_selector=CHILD_LABEL_SELECTOR, orphans=orphan_of)
+        .owns(DEPLOYMENTS, label_selector=CHILD_LABEL_SELECTOR, orphans=orphan_of, urgent=availability_changed)
         .owns(SERVICES, label_selector=CHILD_LABEL_SELECTOR, orphans=orphan_of)
         .watches(SERVICES, keys_on_delete(reconciler.keys_with_problems), label_selector=CHILD_LABEL_SELECTOR)
         .complete(reconciler)

@@ -19,7 +19,7 @@ from webserver_operator.core.settings import ControllerSettings
 from webserver_operator.core.vocabulary import EventHandler, EventType, KubeObject, ObjectKey
 from webserver_operator.runtime.cache import CacheGroup, SharedCache
 from webserver_operator.runtime.controller import Controller
-from webserver_operator.runtime.enqueue import KeyMapper, OrphanRule, keys_for_object, keys_for_owner
+from webserver_operator.runtime.enqueue import KeyMapper, OrphanRule, Urgency, keys_for_object, keys_for_owner
 from webserver_operator.runtime.result import Reconciler
 from webserver_operator.runtime.workqueue import WorkQueue
 
@@ -29,6 +29,7 @@ class _Watch:
     resource: Resource
     label_selector: str | None
     keys: KeyMapper
+    urgent: Urgency | None = None
 
 
 class ControllerBuilder:
@@ -50,17 +51,25 @@ class ControllerBuilder:
         self._watches.append(_Watch(resource, label_selector, keys_for_object))
         return self
 
-    def owns(self, resource: Resource, *, label_selector: str | None = None, orphans: OrphanRule | None = None) -> Self:
+    def owns(
+        self,
+        resource: Resource,
+        *,
+        label_selector: str | None = None,
+        orphans: OrphanRule | None = None,
+        urgent: Urgency | None = None,
+    ) -> Self:
         """Children: each event asks for the key of the primary object that controls it (``EnqueueRequestForOwner``).
 
         ``orphans`` names the owner of a child without a controller reference (to adopt it); None: nobody.
+        ``urgent``: which changes of a child go to the queue at urgent priority (None: none).
         """
         if self._primary is None:
             raise ValueError("declare the reconciled resource with for_() before owns()")
         mapper = keys_for_owner(
             owner_kind=self._primary.kind, owner_api_version=self._primary.api_version, orphans=orphans
         )
-        self._watches.append(_Watch(resource, label_selector, mapper))
+        self._watches.append(_Watch(resource, label_selector, mapper, urgent))
         return self
 
     def watches(self, resource: Resource, keys: KeyMapper, *, label_selector: str | None = None) -> Self:
@@ -84,22 +93,25 @@ class ControllerBuilder:
         )
         for watch in self._watches:
             group = self._cache.group(watch.resource, label_selector=watch.label_selector)
-            group.add_handler(_enqueue(controller, watch.keys))
+            group.add_handler(_enqueue(controller, watch.keys, watch.urgent))
         return controller
 
 
-def _enqueue(controller: Controller, keys: KeyMapper) -> EventHandler:
-    """Each key an event maps to goes to the queue; ADDED events at low priority.
+def _enqueue(controller: Controller, keys: KeyMapper, urgent: Urgency | None) -> EventHandler:
+    """Each key an event maps to goes to the queue; ADDED events at low priority, the changes ``urgent`` names first.
 
     An ADDED event is a new object (its first reconcile can wait behind changes to objects that exist), our own create
     seen by a child informer (the reconcile that made it already wrote the status), or the list after a start or a
     relist. MODIFIED and DELETED are changes to something that exists: a Deployment becoming available, a deleted or
-    edited child, a spec change. Those are what users wait for, at normal priority.
+    edited child, a spec change. Those are what users wait for, at normal priority; of those, a change ``urgent``
+    says a user is watching for (a Deployment's availability) goes ahead of the others, which during a bulk create
+    are mostly echoes of the operator's own writes and rollout progress.
     """
 
     def handle(event_type: EventType, obj: KubeObject, old: KubeObject | None) -> None:
         low = event_type == "ADDED"
+        first = urgent is not None and event_type == "MODIFIED" and old is not None and urgent(obj, old)
         for key in keys(event_type, obj, old):
-            controller.enqueue(key, low_priority=low)
+            controller.enqueue(key, low_priority=low, urgent=first)
 
     return handle

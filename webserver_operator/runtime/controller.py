@@ -90,13 +90,14 @@ class Controller:
         """True from the start of ``run`` until it returns; keys are only taken while running."""
         return self._running
 
-    def enqueue(self, key: ObjectKey, *, low_priority: bool = False) -> None:
+    def enqueue(self, key: ObjectKey, *, low_priority: bool = False, urgent: bool = False) -> None:
         """Ask for ``key`` to be reconciled; ignored until the controller runs (``run`` enqueues everything).
 
-        ``low_priority``: after every normal key (see ``WorkQueue``). A key the queue does not admit is ignored too.
+        ``low_priority``: after every normal key; ``urgent``: before them (see ``WorkQueue``). A key the queue does
+        not admit is ignored too.
         """
         if self._running:
-            self.queue.add(key, low_priority=low_priority)
+            self.queue.add(key, low_priority=low_priority, urgent=urgent)
 
     async def release(self, belongs: Callable[[ObjectKey], bool], *, drain_timeout: float) -> bool:
         """Hand the keys for which ``belongs(key)`` over: drop them from the queue, wait for their reconciles to end.

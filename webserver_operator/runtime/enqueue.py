@@ -12,6 +12,9 @@ controller passes its orphan rule (``orphans``: which owner name an orphan belon
 ``desired.orphan_of``), so an orphan left by ``kubectl delete --cascade=orphan`` reaches the owner that will
 adopt it. A child controlled by someone else never wakes us that way. Nothing here knows a label of its own.
 
+An ``Urgency`` says whether an event is one a user is waiting to see the result of (an owned Deployment became
+available): its keys go to the queue at urgent priority, ahead of the rest. It is asked only for MODIFIED events.
+
 Used by ``runtime.builder`` (For, Owns, Watches); what they return goes to ``WorkQueue.add``.
 """
 
@@ -21,6 +24,8 @@ from webserver_operator.core.vocabulary import EventType, KubeObject, ObjectKey,
 
 #: ``(type, obj, old) -> keys to reconcile``; must not block (it runs inside the informer's event dispatch).
 KeyMapper = Callable[[EventType, KubeObject, KubeObject | None], Iterable[ObjectKey]]
+#: ``(obj, old) -> whether a change from ``old`` to ``obj`` is one a user waits for``; must not block either.
+Urgency = Callable[[KubeObject, KubeObject], bool]
 #: ``obj -> name of the owner an object without a controller reference belongs to``, or None.
 OrphanRule = Callable[[KubeObject], str | None]
 

@@ -7,12 +7,15 @@ Why these semantics: they are what makes a level-triggered controller correct wi
 * **One worker per key** (the ``processing`` set): a key handed out by ``get`` is not handed out again until ``done``.
   If it is added meanwhile it is only marked dirty and re-queued by ``done``, so no two workers ever reconcile the same
   object concurrently, yet the change that arrived mid-reconcile is not lost.
-* **Two priorities** (``add(key, low_priority=True)``), after controller-runtime's priority queue: keys added at low
-  priority are handed out only when no normal key is queued; within a priority, first in first out. A key queued low
-  and added again at normal priority moves up; a key added low while processing is re-queued at the priority of the
-  highest add it received meanwhile. The controller queues ADDED events low (see ``runtime.builder``): a new object's
-  first reconcile, or the initial list after a start, waits behind changes to objects that already exist, so a
-  Deployment becoming available or a deleted child is handled in milliseconds even during a bulk create of thousands.
+* **Three priorities**, after controller-runtime's priority queue: urgent, normal and low
+  (``add(key, urgent=True)``, ``add(key)``, ``add(key, low_priority=True)``). A key is handed out only when no key of
+  a higher priority is queued; within a priority, first in first out. A key queued at one priority and added again
+  at a higher one moves up; a key added while processing is re-queued at the highest priority it received
+  meanwhile. The controller queues ADDED events low (see ``runtime.builder``): a new object's first reconcile, or the
+  initial list after a start, waits behind changes to objects that already exist, so a deleted child is handled in
+  milliseconds even during a bulk create of thousands. Urgent is for the changes a user is waiting to see in the
+  status (an owned Deployment's availability changed): they go ahead of the echoes of the operator's own writes and
+  of rollout progress that otherwise fill the normal queue during a bulk create.
 * **Delayed adds** (``add_after``): kept in a timer heap, one entry per key, the soonest wins. When an entry comes due
   it goes through ``add``, so it collapses into a queued or in-flight copy of the key instead of duplicating it.
 * **Per-key exponential backoff** (``add_rate_limited``/``forget``): client-go's ``ItemExponentialFailureRateLimiter``
@@ -44,6 +47,7 @@ from webserver_operator.core.backoff import BackoffPolicy
 
 K = TypeVar("K", bound=Hashable)
 
+_URGENT, _NORMAL, _LOW = 0, 1, 2
 _DEFAULT_BASE_BACKOFF = 0.005
 _DEFAULT_MAX_BACKOFF = 300.0
 
@@ -69,10 +73,10 @@ class WorkQueue(Generic[K]):
         self._backoff = BackoffPolicy(base=base_backoff, cap=max_backoff)
         self._clock = clock
 
-        self._queue: collections.deque[K] = collections.deque()  # normal priority
-        self._low_queue: collections.deque[K] = collections.deque()  # may hold stale entries; _queued is the truth
-        self._queued: set[K] = set()  # in one of the two deques, waiting for get()
-        self._low: set[K] = set()  # dirty keys whose every add since the last get() was at low priority
+        #: One deque per priority (urgent, normal, low); they may hold stale entries: _queued and _rank are the truth.
+        self._queues: tuple[collections.deque[K], ...] = (collections.deque(), collections.deque(), collections.deque())
+        self._queued: set[K] = set()  # in one of the deques, waiting for get()
+        self._rank: dict[K, int] = {}  # dirty key -> the highest priority of its adds since the last get()
         self._dirty: set[K] = set()  # needs processing: queued, or to be re-queued when its worker calls done()
         self._processing: set[K] = set()
         self._added_at: dict[K, float] = {}  # first add while not yet handed out (queue-duration metric)
@@ -101,46 +105,43 @@ class WorkQueue(Generic[K]):
 
     # -- immediate adds -----------------------------------------------------------------------------------------------
 
-    def add(self, key: K, *, low_priority: bool = False) -> None:
+    def add(self, key: K, *, low_priority: bool = False, urgent: bool = False) -> None:
         """Queue ``key`` unless it is already queued; if it is being processed, re-queue it when ``done``.
 
-        ``low_priority``: hand it out only when no normal-priority key waits. A normal add of a key queued low moves it
-        up.
+        ``low_priority``: hand it out only when no urgent or normal key waits; ``urgent``: before every other key. An
+        add at a higher priority than the one a key is queued at moves it up.
         """
         if self._shutting_down or not self.admits(key):
             return
+        rank = _URGENT if urgent else _LOW if low_priority else _NORMAL
         if key in self._dirty:
-            if not low_priority and key in self._low:
-                self._low.discard(key)
+            if rank < self._rank[key]:
+                self._rank[key] = rank
                 if key in self._queued:
-                    self._queue.append(key)  # its entry in the low deque is now stale
+                    self._queues[rank].append(key)  # its entry in the lower deque is now stale
                     self._wake_one()
             return
         self._m_adds.inc()
         self._dirty.add(key)
-        if low_priority:
-            self._low.add(key)
+        self._rank[key] = rank
         self._added_at[key] = self._clock()
         if key in self._processing:
             return
         self._push(key)
 
     def _push(self, key: K) -> None:
-        (self._low_queue if key in self._low else self._queue).append(key)
+        self._queues[self._rank[key]].append(key)
         self._queued.add(key)
         self._m_depth.set(len(self._queued))
         self._wake_one()
 
     def _pop(self) -> K | None:
-        """The next queued key, normal priority first, skipping stale low entries; ``None`` if none is queued."""
-        while self._queue:
-            key = self._queue.popleft()
-            if key in self._queued and key not in self._low:
-                return key
-        while self._low_queue:
-            key = self._low_queue.popleft()
-            if key in self._queued and key in self._low:
-                return key
+        """The next queued key, highest priority first, skipping stale entries; ``None`` if none is queued."""
+        for rank, queue in enumerate(self._queues):
+            while queue:
+                key = queue.popleft()
+                if key in self._queued and self._rank.get(key) == rank:
+                    return key
         return None
 
     def _wake_one(self) -> None:
@@ -239,7 +240,7 @@ class WorkQueue(Generic[K]):
             key = self._pop()
             if key is not None:
                 self._queued.discard(key)
-                self._low.discard(key)
+                self._rank.pop(key, None)
                 self._m_depth.set(len(self._queued))
                 now = self._clock()
                 self._processing.add(key)
@@ -291,14 +292,13 @@ class WorkQueue(Generic[K]):
         if not gone:
             return 0
         self._queued -= gone
-        self._low -= gone
         self._dirty -= gone
         for key in gone:
+            self._rank.pop(key, None)
             self._added_at.pop(key, None)
             self._failures.pop(key, None)
             self._waiting.pop(key, None)  # its heap entry is now superseded and skipped
-        self._queue = collections.deque(key for key in self._queue if key not in gone)
-        self._low_queue = collections.deque(key for key in self._low_queue if key not in gone)
+        self._queues = tuple(collections.deque(key for key in queue if key not in gone) for queue in self._queues)
         self._m_depth.set(len(self._queued))
         self._schedule_timer()
         return len(gone)

@@ -117,6 +117,46 @@ def test_a_bad_kubeconfig_stops_the_start_with_its_message(tmp_path: Path) -> No
         server.start()
 
 
+async def test_a_launched_server_hands_its_port_or_its_error_to_an_awaiting_loop(tmp_path: Path) -> None:
+    served = MetricsServer(
+        server=ServerSettings(metrics_bind_address="127.0.0.1:0", metrics_secure=False),
+        client=ClientSettings(),
+        render=lambda: b"up 1\n",
+    )
+    served.launch()  # returns at once; the port comes when it listens
+    try:
+        port = await asyncio.wait_for(served.started(), 15)
+        assert port == served.port > 0
+        status, body = await asyncio.to_thread(scrape, f"http://127.0.0.1:{port}/metrics")
+        assert (status, body) == (200, "up 1\n")
+    finally:
+        served.stop()
+    broken = MetricsServer(
+        server=ServerSettings(metrics_bind_address="127.0.0.1:0"),
+        client=ClientSettings(kubeconfig=str(tmp_path / "nope")),
+        render=bytes,
+    )
+    broken.launch()
+    with pytest.raises(ConfigurationError, match=r"no kubeconfig at .*nope"):
+        await asyncio.wait_for(broken.started(), 15)
+    broken.stop()
+
+
+async def test_a_shutdown_that_stops_waiting_for_the_start_leaves_a_server_that_still_stops() -> None:
+    served = MetricsServer(
+        server=ServerSettings(metrics_bind_address="127.0.0.1:0", metrics_secure=False),
+        client=ClientSettings(),
+        render=lambda: b"",
+    )
+    served.launch()
+    waiting = asyncio.ensure_future(served.started())
+    await asyncio.sleep(0)
+    waiting.cancel()  # the operator is told to stop before /metrics listens
+    await asyncio.gather(waiting, return_exceptions=True)
+    assert await asyncio.wait_for(served.started(), 15) > 0, "the start went on and reported its port"
+    served.stop()
+
+
 async def test_concurrent_scrapes_share_one_render_and_later_ones_render_again() -> None:
     started, release = threading.Event(), threading.Event()
     renders: list[int] = []

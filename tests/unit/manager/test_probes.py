@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from webserver_operator.manager.probes import Heartbeat, cache_synced, run_checks, watches_running
+from webserver_operator.manager.probes import Heartbeat, Starting, cache_synced, run_checks, watches_running
 
 
 def test_heartbeat_detects_a_blocked_loop() -> None:
@@ -23,6 +23,21 @@ def test_probe_report_lists_each_check_and_survives_a_broken_one() -> None:
     assert ok is False
     assert "[+]good ok: fine" in text
     assert "[-]bad failed: check raised RuntimeError('boom')" in text
+
+
+def test_a_server_starting_beside_the_controller_is_not_ready_until_it_listens_and_says_why_it_never_will() -> None:
+    starting = Starting("metrics server")
+    assert starting.check() == (False, "metrics server starting")
+    starting.listening()
+    assert starting.check() == (True, "metrics server listening")
+    failed = Starting("metrics server")
+    failed.failed("cannot listen on 127.0.0.1:8443 (Address in use): pick another address/port")
+    ok, detail = failed.check()
+    assert ok is False
+    assert (
+        detail
+        == "metrics server failed to start: cannot listen on 127.0.0.1:8443 (Address in use): pick another address/port"
+    )
 
 
 class _SilentInformer:

@@ -104,6 +104,35 @@ async def test_added_events_wait_behind_changes_to_existing_objects() -> None:
     assert [name for _, name in keys] == ["available", "edited", "new-1", "new-2", "new-3", "created"]
 
 
+async def test_a_change_owns_calls_urgent_goes_ahead_of_the_other_changes() -> None:
+    """During a bulk create the normal lane is full of echoes and rollout progress; availability skips past them."""
+    cache = InformerCache(FakeApi(), WatchSettings())
+    reconciler = _Recorder()
+
+    def became_available(obj: dict[str, Any], old: dict[str, Any]) -> bool:
+        return bool(obj.get("available")) and not old.get("available")
+
+    controller = (
+        ControllerBuilder("builder-urgent", cache, ControllerSettings(workers=1))
+        .for_(WEBSERVERS)
+        .owns(DEPLOYMENTS, label_selector=SELECTOR, urgent=became_available)
+        .complete(reconciler)
+    )
+    task = asyncio.create_task(controller.run())
+    await asyncio.sleep(0)
+    webservers = cache.group(WEBSERVERS).informers[0]
+    deployments = cache.group(DEPLOYMENTS, label_selector=SELECTOR).informers[0]
+    webservers.on_event("ADDED", _obj("new"), None)
+    webservers.on_event("MODIFIED", _obj("echo"), _obj("echo"))
+    deployments.on_event("MODIFIED", _obj("d1", owner="progress"), _obj("d1", owner="progress"))
+    available = {**_obj("d2", owner="available"), "available": True}
+    deployments.on_event("MODIFIED", available, _obj("d2", owner="available"))
+    deployments.on_event("DELETED", available, None)  # only MODIFIED events are asked: a deletion stays normal
+    keys = await _reconciled(controller, reconciler, 4)
+    await task
+    assert [name for _, name in keys] == ["available", "echo", "progress", "new"]
+
+
 def test_owns_needs_for_first() -> None:
     builder = ControllerBuilder("builder-order", InformerCache(FakeApi(), WatchSettings()), ControllerSettings())
     with pytest.raises(ValueError, match="for_"):

@@ -316,6 +316,46 @@ async def test_a_low_key_re_queued_after_a_promotion_is_handed_out_once() -> Non
         await asyncio.wait_for(q.get(), 0.05)
 
 
+async def test_urgent_keys_go_before_normal_and_low_ones_and_an_urgent_add_moves_a_queued_key_up() -> None:
+    q: WorkQueue[Key] = WorkQueue(name="wq-urgent")
+    q.add(A, low_priority=True)  # a new WebServer
+    q.add(B)  # the echo of a status write
+    q.add(C)  # a Deployment's rollout progress...
+    q.add(("ns", "d"), urgent=True)  # ...and another Deployment that became available
+    q.add(C, urgent=True)  # now C's became available too: it moves up, behind d
+    q.add(C)  # a later normal add does not move it back down
+    q.add(A, urgent=True)
+    assert len(q) == 4
+    handed = [await q.get() for _ in range(4)]
+    assert handed == [("ns", "d"), C, A, B], "urgent in arrival order of the urgent adds, then normal"
+    for key in (("ns", "d"), C, A, B):
+        q.done(key)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(q.get(), 0.05)  # the stale lower entries of C and A are not handed out again
+    assert sample("workqueue_depth", "wq-urgent") == 0
+
+
+async def test_a_key_asked_for_urgently_while_processing_comes_back_first() -> None:
+    q: WorkQueue[Key] = WorkQueue(name="wq-urgent-requeue")
+    q.add(A)
+    assert await q.get() == A
+    q.add(A)
+    q.add(A, urgent=True)  # its Deployment became available while the last reconcile ran
+    q.add(B)
+    q.done(A)
+    q.add(C, low_priority=True)
+    assert [await q.get() for _ in range(3)] == [A, B, C]
+
+
+async def test_discard_forgets_urgent_keys_too() -> None:
+    q: WorkQueue[Key] = WorkQueue(name="wq-urgent-discard")
+    q.add(A, urgent=True)
+    q.add(B, urgent=True)
+    q.add(C)
+    assert q.discard(lambda key: key == A) == 1
+    assert [await q.get() for _ in range(2)] == [B, C]
+
+
 async def test_discard_forgets_a_shards_keys_queued_delayed_and_due_again_and_admit_keeps_them_out() -> None:
     queue: WorkQueue[tuple[str, str]] = WorkQueue(name="discard-test")
     mine, theirs = ("a", "1"), ("b", "1")
