@@ -12,6 +12,10 @@ controller passes its orphan rule (``orphans``: which owner name an orphan belon
 ``desired.orphan_of``), so an orphan left by ``kubectl delete --cascade=orphan`` reaches the owner that will
 adopt it. A child controlled by someone else never wakes us that way. Nothing here knows a label of its own.
 
+An ``EventFilter`` (controller-runtime's predicate) says whether an event is worth a reconcile at all: the reconciler
+declares which events cannot change what it would do (the echo of its own write, a change to fields it never reads)
+and the builder drops them before any key is queued. Filters see every event type; they should never drop a DELETED.
+
 Used by ``runtime.builder`` (For, Owns, Watches); what they return goes to ``WorkQueue.add``.
 """
 
@@ -21,6 +25,8 @@ from webserver_operator.core.vocabulary import EventType, KubeObject, ObjectKey,
 
 #: ``(type, obj, old) -> keys to reconcile``; must not block (it runs inside the informer's event dispatch).
 KeyMapper = Callable[[EventType, KubeObject, KubeObject | None], Iterable[ObjectKey]]
+#: ``(type, obj, old) -> whether the event may change what the reconciler does``; must not block either.
+EventFilter = Callable[[EventType, KubeObject, KubeObject | None], bool]
 #: ``obj -> name of the owner an object without a controller reference belongs to``, or None.
 OrphanRule = Callable[[KubeObject], str | None]
 
