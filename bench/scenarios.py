@@ -21,12 +21,13 @@ import asyncio
 import contextlib
 import random
 import time
+import urllib.request
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import apimetrics, checks
+from bench import apimetrics, checks, fleetmetrics
 from bench.cluster import BenchCluster, admin_api
 from bench.procstat import Meter, Usage, cpu_seconds, rss_mb
 from bench.progress import reporting, say
@@ -117,6 +118,28 @@ def usage_dict(usage: Usage | None, n: int | None = None) -> Result:
     return out
 
 
+async def reconciles(spec: OperatorSpec) -> int | None:
+    """The system's ``controller_runtime_reconcile_total`` (all results) now; None when it exports none."""
+    if spec.metrics_url is None:
+        return None
+    url = spec.metrics_url
+
+    def scrape() -> int | None:
+        try:
+            with urllib.request.urlopen(url, timeout=10) as answer:  # noqa: S310 (a loopback URL the bench chose)
+                return fleetmetrics.parse(answer.read().decode()).reconciles
+        except OSError:
+            return None
+
+    return await asyncio.to_thread(scrape)
+
+
+def reconcile_dict(before: int | None, after: int | None, n: int) -> Result:
+    if before is None or after is None:
+        return {}
+    return {"reconciles": after - before, "reconciles_per_ws": round((after - before) / n, 2)}
+
+
 def _last(milestone: Milestone, t0: float) -> float | None:
     return round(max(milestone.reached.values()) - t0, 3) if milestone.reached and not milestone.pending else None
 
@@ -176,6 +199,7 @@ async def bulk_create(ctx: Context, proc: Process, spec: OperatorSpec) -> Result
     ready = tracker.milestone(checks.ready, names)
     ctx.audit.read()
     meter = Meter(proc.pid, ctx.control_plane)
+    reconciles_before = await reconciles(spec)
     async with meter, reporting(f"{ctx.label} bulk create", {"children": children, "ready": ready}, cfg.n):
         t0 = time.time()
         fanout = await create_webservers(ctx.api, names, replicas=cfg.replicas, concurrency=CREATE_CONCURRENCY)
@@ -192,6 +216,7 @@ async def bulk_create(ctx: Context, proc: Process, spec: OperatorSpec) -> Result
         "status_lag_slowest": _slowest_lags(available, ready, t0),
         "reached": {"children": children.count, "ready": ready.count, "available": available.count},
         **usage_dict(meter.usage, cfg.n),
+        **reconcile_dict(reconciles_before, await reconciles(spec), cfg.n),
         "requests": audit.summary(audit.by_agent(ctx.audit.read(), spec.user_agents)),
     }
     if not ok:
@@ -342,6 +367,7 @@ async def new_image(ctx: Context, proc: Process, spec: OperatorSpec) -> Result:
     ready = tracker.milestone(ready_next, names)
     ctx.audit.read()
     meter = Meter(proc.pid, ctx.control_plane)
+    reconciles_before = await reconciles(spec)
     async with meter, reporting(f"{ctx.label} new image", {"updated": updated, "ready": ready}, cfg.n):
         t0 = time.time()
         fanout = await patch_webservers(ctx.api, names, {"spec": {"image": IMAGE_V2}}, concurrency=CREATE_CONCURRENCY)
@@ -355,6 +381,7 @@ async def new_image(ctx: Context, proc: Process, spec: OperatorSpec) -> Result:
         "status_lag_ms": _lag(available, ready),
         "reached": {"updated": updated.count, "ready": ready.count, "available": available.count},
         **usage_dict(meter.usage, cfg.n),
+        **reconcile_dict(reconciles_before, await reconciles(spec), cfg.n),
         "requests": audit.summary(audit.by_agent(ctx.audit.read(), spec.user_agents)),
     }
     for m in (updated, available, ready):

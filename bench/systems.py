@@ -3,7 +3,8 @@
 Every operator runs as one process on this machine with the benchmark cluster's admin kubeconfig and 4 workers:
 - ``ours``: ``python -m webserver_operator run`` as users run it (JSON logs at INFO, the default), from .venv; on
   the operator's default event loop (uvloop when installed) unless ``event_loop`` names one (``bench run
-  --event-loop``, for an A/B of the loops against the peers in one run);
+  --event-loop``, for an A/B of the loops against the peers in one run); /metrics is plain HTTP on a loopback port
+  (``--no-metrics-secure``, ``OperatorSpec.metrics_url``) so that each scenario can count its reconciles;
 - ``go``: bench/peers/go, controller-runtime as kubebuilder scaffolds it, built by bench/peers/go/build.sh;
 - ``kopf``: bench/peers/kopf/operator.py under ``kopf run --standalone --all-namespaces``.
 ``raw`` is not an operator: bench/peers/go's ``raw`` command creates the same children directly.
@@ -13,6 +14,7 @@ Each process's output goes to a log file next to the results, so a failed run ca
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -42,6 +44,8 @@ class OperatorSpec:
     name: str
     argv: tuple[str, ...]
     user_agents: tuple[str, ...]
+    #: Plain-HTTP /metrics to read ``controller_runtime_reconcile_total`` from; None: the system exports none.
+    metrics_url: str | None = None
 
 
 def operator_spec(name: str, kubeconfig: Path, *, event_loop: str | None = None) -> OperatorSpec:
@@ -53,8 +57,15 @@ def operator_spec(name: str, kubeconfig: Path, *, event_loop: str | None = None)
     if event_loop is not None and event_loop not in EVENT_LOOPS:
         raise ValueError(f"unknown event loop {event_loop!r}: use one of {', '.join(EVENT_LOOPS)}")
     if name == "ours":
-        args = [f"--workers={WORKERS}", *([f"--event-loop={event_loop}"] if event_loop else [])]
-        return OperatorSpec(name, tuple(run_command(kubeconfig=kubeconfig, args=args)), ("webserver-operator/",))
+        args = [f"--workers={WORKERS}", "--no-metrics-secure", *([f"--event-loop={event_loop}"] if event_loop else [])]
+        port = _free_port()
+        argv = run_command(kubeconfig=kubeconfig, args=args, metrics_bind=f"127.0.0.1:{port}")
+        return OperatorSpec(
+            name,
+            tuple(argv),
+            ("webserver-operator/",),
+            metrics_url=f"http://127.0.0.1:{port}/metrics",
+        )
     if name == "go":
         return OperatorSpec(
             name,
@@ -76,6 +87,12 @@ def operator_spec(name: str, kubeconfig: Path, *, event_loop: str | None = None)
             ("kopf/", "webserver-peer-kopf"),
         )
     raise ValueError(f"unknown operator {name!r}: use one of {', '.join(OPERATORS)}")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def start_system(spec: OperatorSpec, *, kubeconfig: Path, log_path: Path, env: dict[str, str] | None = None) -> Process:

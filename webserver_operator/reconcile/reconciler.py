@@ -22,8 +22,9 @@ decide when to look again. Each child's sync returns what the child looks like n
   (``reconcile.fights``), reported with the other writer's name;
 - no finalizers: the garbage collector deletes the children through their ownerReference.
 
-Driven by ``runtime.controller.Controller`` (declared in ``reconcile.setup``); hands writes to the API through the
-no-retry client view, so failures go back to the work queue's per-key backoff.
+Every write's answer is recorded in ``own_writes``, so that its echo from the watch queues no second reconcile
+(``reconcile.triggers``). Driven by ``runtime.controller.Controller`` (declared in ``reconcile.setup``); hands writes
+to the API through the no-retry client view, so failures go back to the work queue's per-key backoff.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ from webserver_operator.reconcile.status import (
     next_status,
     progress_detail,
 )
+from webserver_operator.reconcile.triggers import OwnWrites
 from webserver_operator.runtime.result import Result
 
 log = logging.getLogger(__name__)
@@ -134,6 +136,8 @@ class WebServerReconciler:
         #: current or made it so: ``next_status`` is a pure function of those, so while a reconcile reads the same
         #: versions (the echo of our own write, a resync, the other child's event) it is not computed again.
         self._status_current: dict[ObjectKey, _StatusInputs] = {}
+        #: The resourceVersion each of our writes got back: their echoes need no reconcile (``reconcile.triggers``).
+        self.own_writes = OwnWrites()
         self._fights = FightLog(lambda: self._clock().timestamp())
         self._creates = RecentCreates(lambda: self._clock().timestamp())
         self._deployment = _Child(
@@ -162,6 +166,8 @@ class WebServerReconciler:
             self._creates.forget(*key)
             self._status_put_at.pop(key, None)
             self._status_current.pop(key, None)
+            # The children are named like the WebServer (``desired.child_name``).
+            self.own_writes.forget(*key, kinds=(WEBSERVERS.kind, DEPLOYMENTS.kind, SERVICES.kind))
             return Result()
         try:
             ws = WebServer.model_validate(obj)
@@ -298,6 +304,7 @@ class WebServerReconciler:
                 raise
             raise problem from err
         self._creates.created((ws.namespace, ws.name, child.kind), ws.uid)
+        self.own_writes.record(child.kind, created)
         log.info(
             "created %s", child.kind, extra={"namespace": ws.namespace, "object_name": ws.name, "kind": child.kind}
         )
@@ -359,6 +366,7 @@ class WebServerReconciler:
             if problem is None:
                 raise
             raise problem from err
+        self.own_writes.record(child.kind, updated)
         if _resource_version(updated) == _resource_version(live):
             # The API server stored nothing new (it normalised our values to what it had): not a repair.
             log.debug("no-op write to %s %s/%s", child.kind, ws.namespace, ws.name)
@@ -542,6 +550,7 @@ class WebServerReconciler:
         body = {**obj, "status": status}
         path = WEBSERVERS.path(namespace=meta["namespace"], name=meta["name"], subresource="status")
         written = await self._api.request("PUT", path, body=body)
+        self.own_writes.record(WEBSERVERS.kind, written)
         key = (str(meta["namespace"]), str(meta["name"]))
         self._status_written[key] = (_resource_version(obj), written)
         self._status_put_at[key] = self._clock().timestamp()

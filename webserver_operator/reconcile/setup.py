@@ -7,6 +7,8 @@
   waits to see in the status.
 - Watches(Service deleted): a deleted Service frees a nodePort, so WebServers waiting on a problem look again now
   instead of at their next slow requeue.
+- Filters (``reconcile.triggers``): the echo of the reconciler's own write (a child it created or repaired, a status
+  it wrote) and a child update that changes nothing the reconciler reads queue nothing. Deletions always do.
 - Bookkeeping on WebServer events: the ``webserver_operator_managed_webservers`` gauge, the per-WebServer
   ``webserver_operator_webserver_ready_status`` gauge, and the Event recorder forgetting a deleted WebServer's
   de-duplication memory. With sharding, a WebServer of a shard handed over (evicted from this replica's cache) is
@@ -28,11 +30,12 @@ from webserver_operator.desired import CHILD_LABEL_SELECTOR, orphan_of
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.reconciler import Caches, WebServerReconciler
 from webserver_operator.reconcile.status import READY
+from webserver_operator.reconcile.triggers import OwnWrites, child_change_matters
 from webserver_operator.reconcile.urgency import availability_changed
 from webserver_operator.runtime.builder import ControllerBuilder
 from webserver_operator.runtime.cache import SharedCache
 from webserver_operator.runtime.controller import Controller
-from webserver_operator.runtime.enqueue import keys_on_delete
+from webserver_operator.runtime.enqueue import EventFilter, keys_on_delete
 
 _CONTROLLER_NAME = "webserver"
 _CONDITION_STATUSES = ("True", "False", "Unknown")
@@ -63,6 +66,24 @@ def publish_ready(event_type: EventType, obj: KubeObject) -> None:
         metrics.WEBSERVER_READY.labels(namespace=namespace, name=name, condition=status).set(
             1 if status == current else 0
         )
+
+
+def webserver_event_matters(own: OwnWrites) -> EventFilter:
+    """A WebServer event wakes the reconciler unless it is the echo of the reconciler's own status write."""
+
+    def matters(event_type: EventType, obj: KubeObject, _old: KubeObject | None) -> bool:
+        return not own.is_echo(WEBSERVERS.kind, event_type, obj)
+
+    return matters
+
+
+def child_event_matters(own: OwnWrites, kind: str) -> EventFilter:
+    """A child event wakes the reconciler unless it echoes our own write or leaves everything the reconciler reads."""
+
+    def matters(event_type: EventType, obj: KubeObject, old: KubeObject | None) -> bool:
+        return not own.is_echo(kind, event_type, obj) and child_change_matters(event_type, obj, old)
+
+    return matters
 
 
 #: The Ready status each WebServer's series show now, by (namespace, name): what ``publish_ready`` last set.
@@ -99,9 +120,20 @@ def setup_webserver_controller(cache: SharedCache, *, api: ApiRequests, settings
     webservers.add_eviction_handler(evicted)
     controller = (
         ControllerBuilder(_CONTROLLER_NAME, cache, settings)
-        .for_(WEBSERVERS)
-        .owns(DEPLOYMENTS, label_selector=CHILD_LABEL_SELECTOR, orphans=orphan_of, urgent=availability_changed)
-        .owns(SERVICES, label_selector=CHILD_LABEL_SELECTOR, orphans=orphan_of)
+        .for_(WEBSERVERS, when=webserver_event_matters(reconciler.own_writes))
+        .owns(
+            DEPLOYMENTS,
+            label_selector=CHILD_LABEL_SELECTOR,
+            orphans=orphan_of,
+            when=child_event_matters(reconciler.own_writes, DEPLOYMENTS.kind),
+            urgent=availability_changed,
+        )
+        .owns(
+            SERVICES,
+            label_selector=CHILD_LABEL_SELECTOR,
+            orphans=orphan_of,
+            when=child_event_matters(reconciler.own_writes, SERVICES.kind),
+        )
         .watches(SERVICES, keys_on_delete(reconciler.keys_with_problems), label_selector=CHILD_LABEL_SELECTOR)
         .complete(reconciler)
     )

@@ -294,6 +294,22 @@ def _rollout_verdict(name: str, *, desired: int, deployment: KubeObject, pods: s
     return _verdict("True", "Available", f"{available}/{desired} pods available.")
 
 
+def child_status_reads(child: KubeObject) -> tuple[Any, ...]:
+    """Every field of a child's ``status`` that the decision above reads (``reconcile.triggers`` compares them).
+
+    A child event that leaves these, the child's metadata the reconciler reads and its spec as they were cannot change
+    the status: a Deployment's ``unavailableReplicas``, ``collisionCount`` or a condition's ``lastUpdateTime`` are
+    never read. Keep this in step with ``_deployment_verdict`` and ``compute_status``.
+    """
+    status = child.get("status") or {}
+    counts = ("observedGeneration", "replicas", "readyReplicas", "updatedReplicas", "availableReplicas")
+    conditions = tuple(
+        (c.get("status"), c.get("reason"), c.get("message")) if c is not None else None
+        for c in (_deployment_condition(child, "ReplicaFailure"), _deployment_condition(child, "Progressing"))
+    )
+    return (*(_count(status, key) for key in counts), *conditions)
+
+
 def _deployment_condition(deployment: KubeObject, condition_type: str) -> dict[str, Any] | None:
     conditions = (deployment.get("status") or {}).get("conditions") or []
     return next((c for c in conditions if c.get("type") == condition_type), None)

@@ -1,6 +1,8 @@
 """Declaring a controller, after controller-runtime's builder: For, Owns, Watches, then ``complete(reconciler)``.
 
-For the primary resource, Owns its children, Watches anything else with a mapping to keys.
+For the primary resource, Owns its children, Watches anything else with a mapping to keys; each may take a
+``when`` filter (controller-runtime's ``WithPredicates``) that drops the events which cannot change what the reconciler
+does before they reach the queue.
 
 Why a declaration: what wakes a reconciler is part of what the reconciler means, so it is written next to it
 (``reconcile.setup``), not spread through the process wiring. The builder turns the declaration into event handlers
@@ -19,7 +21,14 @@ from webserver_operator.core.settings import ControllerSettings
 from webserver_operator.core.vocabulary import EventHandler, EventType, KubeObject, ObjectKey
 from webserver_operator.runtime.cache import CacheGroup, SharedCache
 from webserver_operator.runtime.controller import Controller
-from webserver_operator.runtime.enqueue import KeyMapper, OrphanRule, Urgency, keys_for_object, keys_for_owner
+from webserver_operator.runtime.enqueue import (
+    EventFilter,
+    KeyMapper,
+    OrphanRule,
+    Urgency,
+    keys_for_object,
+    keys_for_owner,
+)
 from webserver_operator.runtime.result import Reconciler
 from webserver_operator.runtime.workqueue import WorkQueue
 
@@ -29,6 +38,7 @@ class _Watch:
     resource: Resource
     label_selector: str | None
     keys: KeyMapper
+    when: EventFilter | None = None
     urgent: Urgency | None = None
 
 
@@ -43,12 +53,15 @@ class ControllerBuilder:
         self._primary_selector: str | None = None
         self._watches: list[_Watch] = []
 
-    def for_(self, resource: Resource, *, label_selector: str | None = None) -> Self:
-        """The reconciled resource: each of its events asks for its own key (``EnqueueRequestForObject``)."""
+    def for_(self, resource: Resource, *, label_selector: str | None = None, when: EventFilter | None = None) -> Self:
+        """The reconciled resource: each of its events asks for its own key (``EnqueueRequestForObject``).
+
+        ``when``: only the events it passes (None: all).
+        """
         if self._primary is not None:
             raise ValueError(f"controller {self._name} already reconciles {self._primary.kind}")
         self._primary, self._primary_selector = resource, label_selector
-        self._watches.append(_Watch(resource, label_selector, keys_for_object))
+        self._watches.append(_Watch(resource, label_selector, keys_for_object, when))
         return self
 
     def owns(
@@ -57,11 +70,13 @@ class ControllerBuilder:
         *,
         label_selector: str | None = None,
         orphans: OrphanRule | None = None,
+        when: EventFilter | None = None,
         urgent: Urgency | None = None,
     ) -> Self:
         """Children: each event asks for the key of the primary object that controls it (``EnqueueRequestForOwner``).
 
         ``orphans`` names the owner of a child without a controller reference (to adopt it); None: nobody.
+        ``when``: only the events it passes (None: all).
         ``urgent``: which changes of a child go to the queue at urgent priority (None: none).
         """
         if self._primary is None:
@@ -69,12 +84,14 @@ class ControllerBuilder:
         mapper = keys_for_owner(
             owner_kind=self._primary.kind, owner_api_version=self._primary.api_version, orphans=orphans
         )
-        self._watches.append(_Watch(resource, label_selector, mapper, urgent))
+        self._watches.append(_Watch(resource, label_selector, mapper, when, urgent))
         return self
 
-    def watches(self, resource: Resource, keys: KeyMapper, *, label_selector: str | None = None) -> Self:
-        """Anything else: ``keys(type, obj, old)`` names the primary keys an event concerns."""
-        self._watches.append(_Watch(resource, label_selector, keys))
+    def watches(
+        self, resource: Resource, keys: KeyMapper, *, label_selector: str | None = None, when: EventFilter | None = None
+    ) -> Self:
+        """Anything else: ``keys(type, obj, old)`` names the primary keys an event concerns; ``when`` as in ``owns``."""
+        self._watches.append(_Watch(resource, label_selector, keys, when))
         return self
 
     def complete(self, reconciler: Reconciler) -> Controller:
@@ -93,12 +110,12 @@ class ControllerBuilder:
         )
         for watch in self._watches:
             group = self._cache.group(watch.resource, label_selector=watch.label_selector)
-            group.add_handler(_enqueue(controller, watch.keys, watch.urgent))
+            group.add_handler(_enqueue(controller, watch.keys, watch.when, watch.urgent))
         return controller
 
 
-def _enqueue(controller: Controller, keys: KeyMapper, urgent: Urgency | None) -> EventHandler:
-    """Each key an event maps to goes to the queue; ADDED events at low priority, the changes ``urgent`` names first.
+def _enqueue(controller: Controller, keys: KeyMapper, when: EventFilter | None, urgent: Urgency | None) -> EventHandler:
+    """Queue the keys of each event ``when`` passes: ADDED events at low priority, the changes ``urgent`` names first.
 
     An ADDED event is a new object (its first reconcile can wait behind changes to objects that exist), our own create
     seen by a child informer (the reconcile that made it already wrote the status), or the list after a start or a
@@ -109,6 +126,8 @@ def _enqueue(controller: Controller, keys: KeyMapper, urgent: Urgency | None) ->
     """
 
     def handle(event_type: EventType, obj: KubeObject, old: KubeObject | None) -> None:
+        if when is not None and not when(event_type, obj, old):
+            return
         low = event_type == "ADDED"
         first = urgent is not None and event_type == "MODIFIED" and old is not None and urgent(obj, old)
         for key in keys(event_type, obj, old):

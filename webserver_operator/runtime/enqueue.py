@@ -15,6 +15,10 @@ adopt it. A child controlled by someone else never wakes us that way. Nothing he
 An ``Urgency`` says whether an event is one a user is waiting to see the result of (an owned Deployment became
 available): its keys go to the queue at urgent priority, ahead of the rest. It is asked only for MODIFIED events.
 
+An ``EventFilter`` (controller-runtime's predicate) says whether an event is worth a reconcile at all: the reconciler
+declares which events cannot change what it would do (the echo of its own write, a change to fields it never reads)
+and the builder drops them before any key is queued. Filters see every event type; they should never drop a DELETED.
+
 Used by ``runtime.builder`` (For, Owns, Watches); what they return goes to ``WorkQueue.add``.
 """
 
@@ -26,6 +30,8 @@ from webserver_operator.core.vocabulary import EventType, KubeObject, ObjectKey,
 KeyMapper = Callable[[EventType, KubeObject, KubeObject | None], Iterable[ObjectKey]]
 #: ``(obj, old) -> whether a change from ``old`` to ``obj`` is one a user waits for``; must not block either.
 Urgency = Callable[[KubeObject, KubeObject], bool]
+#: ``(type, obj, old) -> whether the event may change what the reconciler does``; must not block either.
+EventFilter = Callable[[EventType, KubeObject, KubeObject | None], bool]
 #: ``obj -> name of the owner an object without a controller reference belongs to``, or None.
 OrphanRule = Callable[[KubeObject], str | None]
 

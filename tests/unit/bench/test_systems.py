@@ -9,9 +9,14 @@ import pytest
 
 from bench import report
 from bench.__main__ import main
+from bench.scenarios import reconcile_dict
 from bench.systems import operator_spec
 
 KUBECONFIG = Path("/tmp/kubeconfig")
+
+
+def _without_metrics_port(argv: tuple[str, ...]) -> list[str]:
+    return [arg for arg in argv if not arg.startswith("--metrics-bind-address=")]
 
 
 def test_this_operator_runs_on_its_default_loop_unless_one_is_named() -> None:
@@ -19,7 +24,17 @@ def test_this_operator_runs_on_its_default_loop_unless_one_is_named() -> None:
     assert not [arg for arg in default.argv if arg.startswith("--event-loop")]
     chosen = operator_spec("ours", KUBECONFIG, event_loop="asyncio")
     assert chosen.argv[-1] == "--event-loop=asyncio"
-    assert chosen.argv[: len(default.argv)] == default.argv
+    assert _without_metrics_port(chosen.argv)[:-1] == _without_metrics_port(default.argv)
+
+
+def test_this_operator_serves_metrics_on_loopback_http_for_the_reconcile_count() -> None:
+    spec = operator_spec("ours", KUBECONFIG)
+    assert "--no-metrics-secure" in spec.argv
+    assert spec.metrics_url is not None
+    port = spec.metrics_url.removeprefix("http://127.0.0.1:").removesuffix("/metrics")
+    assert f"--metrics-bind-address=127.0.0.1:{port}" in spec.argv
+    assert reconcile_dict(100, 3100, 1000) == {"reconciles": 3000, "reconciles_per_ws": 3.0}
+    assert reconcile_dict(None, 3100, 1000) == {}, "a system without metrics reports no count"
 
 
 def test_the_go_peer_is_started_the_same_whatever_loop_is_named(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1030,3 +1030,42 @@ async def test_the_status_is_decided_again_only_when_something_it_reads_has_chan
     fresh._clock = clock
     await fresh.reconcile(KEY)
     assert len(api.writes()) == writes
+
+
+def stored(api: FakeApi, path: str) -> KubeObject:
+    obj = api.get(path)
+    assert obj is not None
+    return copy.deepcopy(obj)
+
+
+async def test_the_echo_of_each_own_write_is_known_and_anyone_elses_write_is_not() -> None:
+    api = with_world()
+    rec = reconciler(api)
+    await rec.reconcile(KEY)
+    own = rec.own_writes
+    # The watch brings back the created children and the written status: no reconcile needed for any of them.
+    kinds = (("WebServer", WS_PATH), ("Deployment", DEP_PATH), ("Service", SVC_PATH))
+    assert all(own.is_echo(kind, "MODIFIED", stored(api, path)) for kind, path in kinds)
+    assert all(own.is_echo(kind, "ADDED", stored(api, path)) for kind, path in kinds)
+    # A deletion is never an echo: a deleted child is recreated at once.
+    assert not any(own.is_echo(kind, "DELETED", stored(api, path)) for kind, path in kinds)
+    # Someone edits the Deployment: a new resourceVersion, not ours.
+    drifted = stored(api, DEP_PATH)
+    drifted["spec"]["replicas"] = 9
+    api.put(DEPLOYMENTS.path(namespace=NS), drifted)
+    assert not own.is_echo("Deployment", "MODIFIED", stored(api, DEP_PATH))
+    # The repair is ours again.
+    await rec.reconcile(KEY)
+    repaired = stored(api, DEP_PATH)
+    assert repaired["spec"]["replicas"] == 2
+    assert own.is_echo("Deployment", "MODIFIED", repaired)
+
+
+async def test_a_deleted_webserver_leaves_no_memory_of_its_writes() -> None:
+    api = with_world()
+    rec = reconciler(api)
+    await rec.reconcile(KEY)
+    assert len(rec.own_writes) == 3
+    api.collections[WEBSERVERS.path(namespace=NS)].clear()
+    await rec.reconcile(KEY)
+    assert len(rec.own_writes) == 0

@@ -137,3 +137,25 @@ def test_owns_needs_for_first() -> None:
     builder = ControllerBuilder("builder-order", InformerCache(FakeApi(), WatchSettings()), ControllerSettings())
     with pytest.raises(ValueError, match="for_"):
         builder.owns(DEPLOYMENTS)
+
+
+async def test_events_a_filter_rejects_never_reach_the_queue() -> None:
+    cache = InformerCache(FakeApi(), WatchSettings())
+    reconciler = _Recorder()
+    controller = (
+        ControllerBuilder("builder-filter", cache, ControllerSettings(workers=1))
+        .for_(WEBSERVERS, when=lambda _type, obj, _old: not obj["metadata"]["name"].startswith("echo"))
+        .owns(DEPLOYMENTS, label_selector=SELECTOR, when=lambda event_type, _obj, _old: event_type == "DELETED")
+        .complete(reconciler)
+    )
+    task = asyncio.create_task(controller.run())
+    await asyncio.sleep(0)
+    webservers = cache.group(WEBSERVERS).informers[0]
+    deployments = cache.group(DEPLOYMENTS, label_selector=SELECTOR).informers[0]
+    webservers.on_event("MODIFIED", _obj("echo-of-a-write"), None)
+    webservers.on_event("MODIFIED", _obj("edited"), None)
+    deployments.on_event("MODIFIED", _obj("d", owner="unchanged"), None)
+    deployments.on_event("DELETED", _obj("d", owner="deleted"), None)
+    keys = await _reconciled(controller, reconciler, 2)
+    await task
+    assert sorted(keys) == [("ns", "deleted"), ("ns", "edited")]
