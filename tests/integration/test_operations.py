@@ -115,27 +115,18 @@ async def test_healthz_fails_while_the_event_loop_is_blocked(cluster: Cluster, c
     operator = Operator(settings)
     task = asyncio.create_task(operator.run())
 
-    def probe(path: str) -> tuple[int, str]:
-        assert operator.health_port is not None
-        url = f"http://127.0.0.1:{operator.health_port}{path}"
-        try:
-            with urllib.request.urlopen(url, timeout=5) as resp:
-                return resp.status, resp.read().decode()
-        except urllib.error.HTTPError as err:
-            return err.code, err.read().decode()
-
     for _ in range(200):
         ready = operator.health_port is not None
-        if ready and (await asyncio.to_thread(probe, "/readyz"))[0] == 200:
+        if ready and (await _probe_async(operator, "/readyz"))[0] == 200:
             break
         await asyncio.sleep(0.1)
-    assert (await asyncio.to_thread(probe, "/healthz"))[0] == 200
+    assert (await _probe_async(operator, "/healthz"))[0] == 200
 
     seen: dict[str, Any] = {}
 
     def probe_later() -> None:
         time.sleep(3.0)  # beyond the 2 s limit (the smallest accepted), well inside the block
-        seen["result"] = probe("/healthz")
+        seen["result"] = _probe(operator, "/healthz")
 
     prober = threading.Thread(target=probe_later)
     prober.start()
@@ -145,21 +136,24 @@ async def test_healthz_fails_while_the_event_loop_is_blocked(cluster: Cluster, c
     assert code == 500, text
     assert "event loop blocked" in text, text
     await asyncio.sleep(1.0)
-    assert (await asyncio.to_thread(probe, "/healthz"))[0] == 200
+    assert (await _probe_async(operator, "/healthz"))[0] == 200
     operator.request_stop()
     assert await asyncio.wait_for(task, 30) == 0
 
 
-async def _probe_async(operator: Operator, path: str) -> tuple[int, str]:
-    def probe() -> tuple[int, str]:
-        url = f"http://127.0.0.1:{operator.health_port}{path}"
-        try:
-            with urllib.request.urlopen(url, timeout=5) as resp:
-                return resp.status, resp.read().decode()
-        except urllib.error.HTTPError as err:
-            return err.code, err.read().decode()
+def _probe(operator: Operator, path: str) -> tuple[int, str]:
+    """GET a path of an in-process operator's health server: (status, body), also for 4xx/5xx answers."""
+    assert operator.health_port is not None
+    url = f"http://127.0.0.1:{operator.health_port}{path}"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
 
-    return await asyncio.to_thread(probe)
+
+async def _probe_async(operator: Operator, path: str) -> tuple[int, str]:
+    return await asyncio.to_thread(_probe, operator, path)
 
 
 async def test_the_first_reconcile_does_not_wait_for_the_metrics_certificate(
