@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webserver_operator.core.vocabulary import EventType, KubeObject
+from webserver_operator.core.vocabulary import EventType, KubeObject, object_key
 from webserver_operator.reconcile.status import child_status_reads
 
 
@@ -45,19 +45,16 @@ class OwnWrites:
 
     def record(self, kind: str, written: KubeObject) -> None:
         """Remember ``written``, the object the API server returned for our write of a ``kind``."""
-        meta = written.get("metadata") or {}
-        version = meta.get("resourceVersion")
+        version = (written.get("metadata") or {}).get("resourceVersion")
         if version:
-            self._versions[(kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))] = str(version)
+            self._versions[(kind, *object_key(written))] = str(version)
 
     def is_echo(self, kind: str, event_type: EventType, obj: KubeObject) -> bool:
         """Whether this event only brings our own latest write of ``obj`` back (never a DELETED)."""
         if event_type == "DELETED":
             return False
-        meta = obj.get("metadata") or {}
-        key = (kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-        version = meta.get("resourceVersion")
-        return bool(version) and self._versions.get(key) == version
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        return bool(version) and self._versions.get((kind, *object_key(obj))) == version
 
     def forget(self, namespace: str, name: str, *, kinds: tuple[str, ...]) -> None:
         """Drop the memory of the objects of ``kinds`` named ``name`` (a deleted WebServer and its children)."""
