@@ -4,16 +4,27 @@ Everything above this layer works with plain JSON dicts. Why not the generated `
 deserialising into models is slow, drops unknown fields (lossy round trips are how operators clobber fields they do
 not own) and needs per-kind code.
 
-What is kept of kubernetes_asyncio (a named dependency): the kubeconfig and in-cluster loaders (``kube.config``),
-``Configuration`` (host, credentials, the token refresh hook) and ``ApiClient``'s construction, which builds the TLS
-context (CA, client certificate, verification flags) and the aiohttp connector from the configuration. What is
-bypassed: ``ApiClient.call_api`` and ``RESTClientObject.request``. On every request they walk the headers, the query
-and the whole body through ``sanitize_for_serialization`` (a recursive copy of the object, made for model classes the
+What is kept of kubernetes_asyncio (a named dependency): the kubeconfig and in-cluster loaders (``kube.config``) and
+``Configuration`` (host, credentials, TLS files and flags, proxy, the token refresh hook). What is bypassed: all of
+``ApiClient`` and its ``RESTClientObject`` (``client/api_client.py``, ``client/rest.py``); ``kube.library`` does not
+even import them. ``call_api`` and ``RESTClientObject.request``, on every request, walk the headers, the query and the
+whole body through ``sanitize_for_serialization`` (a recursive copy of the object, made for model classes the
 operator never uses), rebuild the auth settings dict, encode the body with the standard library's ``json`` and search
-the content type with a regular expression. Here a request is the session's own ``request`` with the URL, the
-headers (bearer token from ``Configuration.get_api_key_with_prefix``, which runs the library's refresh hook exactly
-as ``call_api`` did), the body encoded once by orjson (``kube.jsoncodec``) and the same proxy, proxy headers and TLS
-server name the library would pass.
+the content type with a regular expression. And the module keeps about 2 MB resident for the life of the process
+(with ``dateutil``, ``multiprocessing.pool`` and ``six.moves``) only for ``ApiClient.__init__``, which does nothing
+here but build the aiohttp session. So ``_open_session`` builds that session itself, the way
+``RESTClientObject.__init__`` does (kubernetes_asyncio 36.x, read, not guessed): ``ssl.create_default_context`` with
+``cafile=ssl_ca_cert``; ``load_cert_chain(cert_file, keyfile=key_file)`` when ``cert_file`` is set; with
+``verify_ssl`` false, ``check_hostname`` off and ``CERT_NONE``; with ``disable_strict_ssl_verification``, the
+``VERIFY_X509_STRICT`` flag cleared; an ``aiohttp.TCPConnector(limit=pool size, ssl=that context)``; and a session
+with the library's ``read_bufsize`` (2 MiB). ``assert_hostname`` and the other urllib3-era fields of
+``Configuration`` are not read by the library's aiohttp client either. A request is the session's own ``request``
+with the URL, the headers (the ``User-Agent`` the ``ApiClient`` would have added from its default headers, and the
+bearer token from ``Configuration.get_api_key_with_prefix``, which runs the library's refresh hook exactly as
+``call_api`` did), the body encoded once by orjson (``kube.jsoncodec``) and the proxy, proxy headers and TLS server
+name that ``RESTClientObject.request`` would pass. ``tests/unit/kube/test_client_tls.py`` checks the session against
+the library's own ``RESTClientObject`` for the same configurations, so a library upgrade that changes how it builds
+TLS shows up there.
 
 kubernetes_asyncio traps handled here (verified against the installed 36.x source):
 
@@ -21,13 +32,12 @@ kubernetes_asyncio traps handled here (verified against the installed 36.x sourc
   passes an ``aiohttp.ClientTimeout`` with ``sock_connect`` = connect timeout and ``sock_read`` = read timeout (time
   without receiving a byte), no total.
 - Query values go through ``urlencode`` as-is: Python ``True`` would become ``"True"``, so bools are encoded here.
-- The ``ApiClient`` owns an ``aiohttp.ClientSession``: it must be created inside the running loop and shared;
-  ``KubeClient.create`` does that, ``close()`` releases it.
+- The ``aiohttp.ClientSession`` must be created inside the running loop and shared; ``KubeClient.create`` does that,
+  ``close()`` releases it.
 - The library's ``aiohttp.ClientSession`` is made with ``trust_env=True``: aiohttp then reads ``~/.netrc`` and the
   proxy variables in a thread-pool executor on every request, two thread hops per request (a fifth of the operator's
-  CPU in a profiled bulk create). ``KubeClient.create`` swaps in a session without it on the same connector, and
-  resolves ``HTTPS_PROXY``/``NO_PROXY`` once for the API server's host, as client-go does (netrc is not a Kubernetes
-  credential source).
+  CPU in a profiled bulk create). The session here is made without it, and ``HTTPS_PROXY``/``NO_PROXY`` are
+  resolved once for the API server's host, as client-go does (netrc is not a Kubernetes credential source).
 - ``kubernetes_asyncio.watch.Watch`` retries a 410 with the same stale resourceVersion: ``watch()`` here only opens
   and decodes the stream (see ``webserver_operator.kube.stream``); the informer relists.
 
@@ -72,7 +82,7 @@ from webserver_operator.core.vocabulary import QueryValue, RequestOptions
 from webserver_operator.kube import jsoncodec
 from webserver_operator.kube.errors import KubeError, TransportError, WritesStopped, api_error_from_response
 from webserver_operator.kube.gate import FencedRequest, WriteCheck, gate_writes
-from webserver_operator.kube.library import ApiClient, Configuration
+from webserver_operator.kube.library import Configuration
 from webserver_operator.kube.ratelimit import TokenBucket
 from webserver_operator.kube.retry import RetryPolicy, call_with_retries
 from webserver_operator.kube.stream import WatchStream
@@ -110,25 +120,39 @@ def _encode_query(query: Mapping[str, QueryValue] | None) -> list[tuple[str, str
 _READ_BUFSIZE = 2**21
 
 
-def _read_environment_once(api: ApiClient, configuration: Configuration) -> None:
-    """Give ``api`` a session that does not consult the environment per request; resolve the proxy once instead.
+def _read_environment_once(configuration: Configuration) -> None:
+    """Resolve the proxy once, as the session does not consult the environment per request (``trust_env=False``).
 
-    aiohttp's ``trust_env`` has no public setter, so the library's session is replaced by one on the same connector
-    (``detach`` hands the connector over without closing it). A proxy set in the configuration wins; otherwise
-    ``HTTPS_PROXY``/``HTTP_PROXY`` for the API server's scheme, unless ``NO_PROXY`` covers its host.
+    A proxy set in the configuration wins; otherwise ``HTTPS_PROXY``/``HTTP_PROXY`` for the API server's scheme,
+    unless ``NO_PROXY`` covers its host.
     """
     if not configuration.proxy:
         url = urlsplit(str(configuration.host))
         proxy = urllib.request.getproxies().get(url.scheme)
         if proxy and not urllib.request.proxy_bypass(url.hostname or ""):
             configuration.proxy = proxy
-    rest = api.rest_client
-    if configuration.proxy:
-        rest.proxy = configuration.proxy
-    library_session: aiohttp.ClientSession = rest.pool_manager
-    connector = library_session.connector
-    library_session.detach()
-    rest.pool_manager = aiohttp.ClientSession(
+
+
+def _tls_context(configuration: Configuration) -> ssl.SSLContext:
+    """The TLS context kubernetes_asyncio's ``RESTClientObject.__init__`` builds from ``configuration``, in order."""
+    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
+    if configuration.cert_file:
+        context.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
+    if not configuration.verify_ssl:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if configuration.disable_strict_ssl_verification:
+        context.verify_flags &= ~ssl.VERIFY_X509_STRICT
+    return context
+
+
+def _open_session(configuration: Configuration, *, pool_size: int) -> aiohttp.ClientSession:
+    """The session ``RESTClientObject`` would make, without ``trust_env`` and with the write gate (``kube.gate``).
+
+    ``pool_size`` is the connector's ``limit`` (the library's ``connection_pool_maxsize``; 0: no cap).
+    """
+    connector = aiohttp.TCPConnector(limit=pool_size, ssl=_tls_context(configuration))
+    return aiohttp.ClientSession(
         connector=connector, trust_env=False, read_bufsize=_READ_BUFSIZE, request_class=FencedRequest
     )
 
@@ -138,7 +162,8 @@ class KubeClient:
 
     def __init__(
         self,
-        api: ApiClient,
+        session: aiohttp.ClientSession,
+        configuration: Configuration,
         *,
         settings: ClientSettings,
         watch_read_timeout: float = _DEFAULT_WATCH_READ_TIMEOUT,
@@ -146,7 +171,7 @@ class KubeClient:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rand: Callable[[], float] = random.random,
     ) -> None:
-        self._api = api
+        self._session = session
         self._settings = settings
         self._watch_read_timeout = watch_read_timeout
         self._sleep = sleep
@@ -156,13 +181,12 @@ class KubeClient:
         self._limiter = (
             TokenBucket(qps=settings.qps, burst=settings.burst, sleep=sleep) if settings.qps is not None else None
         )
-        configuration = api.configuration
         server = str(configuration.host)
         self._host = urlsplit(server).netloc or server
         self._configuration = configuration
         self._base_url = server.rstrip("/")
         # What the library's request adds to every call, worked out once (see the module docstring).
-        self._base_headers: dict[str, str] = {str(k): str(v) for k, v in api.default_headers.items()}
+        self._base_headers: dict[str, str] = {"User-Agent": USER_AGENT}
         self._session_options: dict[str, Any] = {}
         if configuration.proxy:
             self._session_options["proxy"] = configuration.proxy
@@ -206,15 +230,17 @@ class KubeClient:
         ``configuration`` and so its credentials and their refresh. ``sleep``/``rand`` are test hooks.
         """
         asyncio.get_running_loop()
-        previous = configuration.connection_pool_maxsize
-        configuration.connection_pool_maxsize = pool_size  # read once, when the pool is built
-        try:
-            api = ApiClient(configuration=configuration)
-        finally:
-            configuration.connection_pool_maxsize = previous
-        _read_environment_once(api, configuration)
-        api.user_agent = USER_AGENT
-        return cls(api, settings=settings, watch_read_timeout=watch_read_timeout, retry=retry, sleep=sleep, rand=rand)
+        _read_environment_once(configuration)
+        session = _open_session(configuration, pool_size=pool_size)
+        return cls(
+            session,
+            configuration,
+            settings=settings,
+            watch_read_timeout=watch_read_timeout,
+            retry=retry,
+            sleep=sleep,
+            rand=rand,
+        )
 
     def gated(self, may_write: WriteCheck) -> KubeClient:
         """A view whose writes (POST, PUT, PATCH, DELETE) are refused while ``may_write()`` names a reason.
@@ -249,7 +275,7 @@ class KubeClient:
         return self._settings
 
     async def close(self) -> None:
-        await self._api.close()
+        await self._session.close()
 
     async def __aenter__(self) -> Self:
         return self
@@ -352,11 +378,6 @@ class KubeClient:
             log.debug("%s %s -> no answer: %s", method, path, error.cause)
             raise error from exc
         return response
-
-    @property
-    def _session(self) -> aiohttp.ClientSession:
-        session: aiohttp.ClientSession = self._api.rest_client.pool_manager
-        return session
 
     def _observe(self, method: str, code: str, started: float) -> None:
         # The labelled children are looked up once per (method, code): ``labels()`` builds and hashes a key and takes

@@ -1,0 +1,176 @@
+"""The session ``KubeClient`` builds itself: TLS, pool size and options as kubernetes_asyncio's ``RESTClientObject``.
+
+``kube.client`` no longer goes through ``ApiClient`` (issue 19, idle RSS) and builds the aiohttp session the way the
+library's ``rest.py`` does. Checked two ways: the settings against the library's own ``RESTClientObject`` for the same
+``Configuration`` (so a library upgrade that changes them fails here), and real handshakes against a local HTTPS
+server that wants a client certificate (CA, client certificate and key, ``verify_ssl``, ``tls_server_name``).
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from kubernetes_asyncio.client.rest import RESTClientObject
+
+from tests.support.tls import issue_certificate
+from webserver_operator.core.settings import ClientSettings
+from webserver_operator.kube.client import KubeClient, _open_session, _tls_context
+from webserver_operator.kube.errors import TransportError
+from webserver_operator.kube.gate import FencedRequest
+from webserver_operator.kube.library import Configuration
+from webserver_operator.kube.retry import RetryPolicy
+
+SETTINGS = ClientSettings(connect_timeout=2.0, read_timeout=2.0)
+NO_RETRY = RetryPolicy(max_retries=0)
+
+
+@pytest.fixture
+def pki(tmp_path: Path) -> Path:
+    """``ca.crt``, and ``tls.crt``/``tls.key`` for 127.0.0.1 signed by it (used as server and client certificate)."""
+    issue_certificate(tmp_path)
+    return tmp_path
+
+
+def configurations(pki: Path) -> dict[str, Configuration]:
+    def make(**fields: object) -> Configuration:
+        configuration = Configuration(host="https://127.0.0.1:6443")
+        for name, value in fields.items():
+            setattr(configuration, name, value)
+        return configuration
+
+    return {
+        "defaults": make(),
+        "ca": make(ssl_ca_cert=str(pki / "ca.crt")),
+        "client certificate": make(
+            ssl_ca_cert=str(pki / "ca.crt"), cert_file=str(pki / "tls.crt"), key_file=str(pki / "tls.key")
+        ),
+        "no verification": make(verify_ssl=False),
+        "not strict": make(ssl_ca_cert=str(pki / "ca.crt"), disable_strict_ssl_verification=True),
+        "server name": make(ssl_ca_cert=str(pki / "ca.crt"), tls_server_name="api.example"),
+    }
+
+
+def settings_of(context: ssl.SSLContext) -> tuple[object, ...]:
+    ca_names = sorted(str(cert.get("subject")) for cert in context.get_ca_certs())
+    return context.verify_mode, context.check_hostname, context.verify_flags, context.protocol, ca_names
+
+
+async def test_the_tls_context_and_connector_are_the_librarys(pki: Path) -> None:
+    for name, configuration in configurations(pki).items():
+        configuration.connection_pool_maxsize = 7
+        library = RESTClientObject(configuration)
+        ours = _open_session(configuration, pool_size=7)
+        try:
+            library_connector = library.pool_manager.connector
+            assert library_connector is not None and ours.connector is not None
+            assert settings_of(ours.connector._ssl) == settings_of(library_connector._ssl), name  # type: ignore[attr-defined]
+            assert settings_of(_tls_context(configuration)) == settings_of(library_connector._ssl), name  # type: ignore[attr-defined]
+            assert ours.connector.limit == library_connector.limit == 7, name
+            assert ours._read_bufsize == library.pool_manager._read_bufsize, name
+        finally:
+            await library.close()
+            await ours.close()
+
+
+async def test_the_session_trusts_no_environment_and_fences_writes(pki: Path) -> None:
+    session = _open_session(configurations(pki)["ca"], pool_size=3)
+    try:
+        assert session.trust_env is False
+        assert session._request_class is FencedRequest
+        assert session.connector is not None and session.connector.limit == 3
+    finally:
+        await session.close()
+
+
+async def test_each_client_gets_its_pool_size() -> None:
+    configuration = Configuration(host="https://127.0.0.1:6443")
+    for pool_size in (0, 1, 100):
+        client = await KubeClient.create(configuration, settings=SETTINGS, pool_size=pool_size)
+        try:
+            assert client._session.connector is not None and client._session.connector.limit == pool_size
+        finally:
+            await client.close()
+
+
+@pytest.fixture
+async def mutual_tls_server(pki: Path) -> AsyncIterator[int]:
+    """An HTTPS server on 127.0.0.1 that only answers clients presenting a certificate signed by the test CA."""
+
+    async def handle(request: web.Request) -> web.Response:
+        peer = request.transport.get_extra_info("peercert") if request.transport else None
+        return web.json_response({"kind": "Status", "client": bool(peer)})
+
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(pki / "ca.crt"))
+    context.load_cert_chain(str(pki / "tls.crt"), str(pki / "tls.key"))
+    context.verify_mode = ssl.CERT_REQUIRED
+    app = web.Application()
+    app.router.add_get("/version", handle)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server(ssl=context)
+    try:
+        assert server.port is not None
+        yield server.port
+    finally:
+        await server.close()
+
+
+async def get_version(configuration: Configuration) -> dict[str, object]:
+    client = await KubeClient.create(configuration, settings=SETTINGS, retry=NO_RETRY)
+    try:
+        return await client.request("GET", "/version")
+    finally:
+        await client.close()
+
+
+def client_configuration(pki: Path, port: int, *, host: str = "127.0.0.1", **fields: object) -> Configuration:
+    configuration = Configuration(host=f"https://{host}:{port}")
+    configuration.ssl_ca_cert = str(pki / "ca.crt")
+    configuration.cert_file = str(pki / "tls.crt")
+    configuration.key_file = str(pki / "tls.key")
+    for name, value in fields.items():
+        setattr(configuration, name, value)
+    return configuration
+
+
+async def test_ca_and_client_certificate_from_the_configuration(pki: Path, mutual_tls_server: int) -> None:
+    assert await get_version(client_configuration(pki, mutual_tls_server)) == {"kind": "Status", "client": True}
+
+
+async def test_without_the_client_certificate_the_server_refuses(pki: Path, mutual_tls_server: int) -> None:
+    configuration = client_configuration(pki, mutual_tls_server, cert_file=None, key_file=None)
+    with pytest.raises(TransportError):
+        await get_version(configuration)
+
+
+async def test_without_the_ca_the_server_is_not_trusted(pki: Path, mutual_tls_server: int) -> None:
+    configuration = client_configuration(pki, mutual_tls_server, ssl_ca_cert=None)
+    with pytest.raises(TransportError, match="certificate verification failed") as raised:
+        await get_version(configuration)
+    assert not raised.value.retriable
+
+
+async def test_verify_ssl_false_skips_the_server_check(pki: Path, mutual_tls_server: int) -> None:
+    configuration = client_configuration(pki, mutual_tls_server, ssl_ca_cert=None, verify_ssl=False)
+    assert await get_version(configuration) == {"kind": "Status", "client": True}
+
+
+async def test_tls_server_name_is_the_name_checked(pki: Path, mutual_tls_server: int) -> None:
+    """The certificate names 127.0.0.1 only: reached as localhost it passes when tls-server-name says 127.0.0.1."""
+    wrong = client_configuration(pki, mutual_tls_server, tls_server_name="api.example")
+    with pytest.raises(TransportError, match="certificate verification failed"):
+        await get_version(wrong)
+    as_localhost = client_configuration(pki, mutual_tls_server, host="localhost", tls_server_name="127.0.0.1")
+    assert await get_version(as_localhost) == {"kind": "Status", "client": True}
+
+
+async def test_a_session_of_its_own_is_closed_with_the_client() -> None:
+    client = await KubeClient.create(Configuration(host="https://127.0.0.1:6443"), settings=SETTINGS)
+    session: aiohttp.ClientSession = client._session
+    await client.close()
+    assert session.closed
