@@ -47,5 +47,5 @@ def test_lines_written_inside_a_reconcile_carry_its_id() -> None:
         again = json.loads(JsonFormatter().format(_record("repaired drift")))
     outside = json.loads(JsonFormatter().format(_record("caches synced")))
     assert (inside["controller"], inside["namespace"], inside["name"]) == ("webserver", "ns", "web")
-    assert inside["reconcileID"] == first != second == again["reconcileID"]
+    assert inside["reconcileID"] == first.reconcile_id != second.reconcile_id == again["reconcileID"]
     assert "reconcileID" not in outside
