@@ -235,6 +235,21 @@ async def test_stalled_watch_is_restarted_from_the_same_rv() -> None:
     assert stalls - stalls_before == 1
 
 
+async def test_a_watch_that_goes_quiet_after_a_steady_stretch_is_caught() -> None:
+    """The stall timer is set again while events come (not on every event): it must still fire once they stop, after
+    a steady stretch longer than the stall timeout itself."""
+    script: list[Any] = []
+    for rv in range(6, 16):
+        script += [0.03, bookmark(str(rv))]  # 0.3 s of events against a stall timeout of 0.12 s
+    kube = FakeKube(lists=[page([], "5")], watches=[[*script, STALL], [bookmark("16")]])
+    informer = make_informer(kube, stall_timeout=0.12)
+    stalls_before = counter("webserver_operator_watch_restarts_total", {"resource": "webservers", "reason": "stalled"})
+    await run_until_idle(informer, kube)
+    assert [q["resourceVersion"] for q in kube.watch_queries] == ["5", "15", "16"]
+    stalls = counter("webserver_operator_watch_restarts_total", {"resource": "webservers", "reason": "stalled"})
+    assert stalls - stalls_before == 1
+
+
 async def test_slow_but_steady_watch_is_not_mistaken_for_a_stall() -> None:
     script: list[Any] = []
     for rv in range(6, 21):
