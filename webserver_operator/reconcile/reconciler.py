@@ -136,6 +136,10 @@ class WebServerReconciler:
         #: current or made it so: ``next_status`` is a pure function of those, so while a reconcile reads the same
         #: versions (the echo of our own write, a resync, the other child's event) it is not computed again.
         self._status_current: dict[ObjectKey, _StatusInputs] = {}
+        #: Per WebServer, the (uid, generation) and the children's resourceVersions the last sync found owned, with
+        #: every owned field as desired and nothing to write (``_children_current``): while a reconcile reads exactly
+        #: those (a Deployment's status event changes neither), the children are not compared again.
+        self._children_clean: dict[ObjectKey, _ChildrenVersions] = {}
         #: The resourceVersion each of our writes got back: their echoes need no reconcile (``reconcile.triggers``).
         self.own_writes = OwnWrites()
         self._fights = FightLog(lambda: self._clock().timestamp())
@@ -166,6 +170,7 @@ class WebServerReconciler:
             self._creates.forget(*key)
             self._status_put_at.pop(key, None)
             self._status_current.pop(key, None)
+            self._children_clean.pop(key, None)
             # The children are named like the WebServer (``desired.child_name``).
             self.own_writes.forget(*key, kinds=(WEBSERVERS.kind, DEPLOYMENTS.kind, SERVICES.kind))
             return Result()
@@ -173,13 +178,35 @@ class WebServerReconciler:
             ws = WebServer.model_validate(obj)
         except ValidationError as err:
             return await self._refuse(obj, invalid_spec(err))
-        desired = {child: child.desired(ws) for child in (self._deployment, self._service)}
-        beyond = self._beyond_pod_security(desired[self._deployment])
-        if beyond:
-            return await self._refuse(obj, beyond_baseline(beyond))
-        seen = await self._sync_children(ws, desired)
+        seen = self._children_current(key, ws)
+        if seen is None:
+            desired = {child: child.desired(ws) for child in (self._deployment, self._service)}
+            beyond = self._beyond_pod_security(desired[self._deployment])
+            if beyond:
+                self._children_clean.pop(key, None)
+                return await self._refuse(obj, beyond_baseline(beyond))
+            seen = await self._sync_children(ws, desired)
         held = await self._write_status(obj, seen, parsed=ws)
         return self._next_look(key, seen.problem, held=held)
+
+    def _children_current(self, key: ObjectKey, ws: WebServer) -> Observation | None:
+        """The cached children, when they are the versions the last sync found clean for this uid and generation.
+
+        Clean: owned by this WebServer, selector as desired, no owned field to write, no fight. What the children
+        should be depends only on the WebServer's uid, name and spec (``desired``), and a spec change moves the
+        generation; anything that changes a child moves its resourceVersion. So the same versions mean the same
+        answer, and the compare is skipped (None: sync them).
+        """
+        clean = self._children_clean.get(key)
+        if clean is None:
+            return None
+        name = (ws.namespace, child_name(ws))
+        deployment, service = self._deployment.cache.get(name), self._service.cache.get(name)
+        if deployment is None or service is None:
+            return None
+        if clean != (ws.uid, ws.generation, _resource_version(deployment), _resource_version(service)):
+            return None
+        return Observation(deployment=deployment, service=service)
 
     # -- children ---------------------------------------------------------------------------------------------------
 
@@ -206,6 +233,13 @@ class WebServerReconciler:
             child for child, out in zip(children, outcomes, strict=True) if isinstance(out, _Synced) and out.created
         ]
         if made:
+            # One log line and one Event for what this reconcile created, however many children that was.
+            kinds = [child.kind for child in made]
+            log.info(
+                "created %s",
+                " and ".join(kinds),
+                extra={"namespace": ws.namespace, "object_name": ws.name, "kinds": kinds},
+            )
             names = " and ".join(f"{child.kind} {child_name(ws)}" for child in made)
             await self._recorder.emit(involved, type_="Normal", reason="Created", message=f"Created {names}")
         synced: dict[_Child, _Synced] = {}
@@ -237,6 +271,17 @@ class WebServerReconciler:
                 failure = failure or outcome
         if failure is not None:
             raise failure
+        key = (ws.namespace, ws.name)
+        deployment, service = synced[self._deployment], synced[self._service]
+        if deployment.clean and service.clean:
+            self._children_clean[key] = (
+                ws.uid,
+                ws.generation,
+                _resource_version(deployment.live or {}),
+                _resource_version(service.live or {}),
+            )
+        else:
+            self._children_clean.pop(key, None)
         return Observation(
             deployment=synced[self._deployment].live,
             service=synced[self._service].live,
@@ -288,7 +333,7 @@ class WebServerReconciler:
         fight = self._fights.ongoing((ws.namespace, ws.name, child.kind))
         if fight is not None:
             return _Synced(live, Problem("FightingAnotherController", fight.message))
-        return _Synced(live)
+        return _Synced(live, clean=difference.patch is None)
 
     async def _create(self, ws: WebServer, child: _Child, desired: KubeObject) -> KubeObject | None:
         """Create the child; None when it already exists (the caller reads and checks it)."""
@@ -305,9 +350,6 @@ class WebServerReconciler:
             raise problem from err
         self._creates.created((ws.namespace, ws.name, child.kind), ws.uid)
         self.own_writes.record(child.kind, created)
-        log.info(
-            "created %s", child.kind, extra={"namespace": ws.namespace, "object_name": ws.name, "kind": child.kind}
-        )
         return created
 
     async def _confirm_owner(self, ws: WebServer, child: _Child) -> None:
@@ -593,7 +635,12 @@ class _Synced:
     live: KubeObject | None
     problem: Problem | None = None
     created: bool = False
+    #: Checked and found as desired, nothing written: the same version needs no check again (``_children_current``).
+    clean: bool = False
 
+
+#: What a children check read: the WebServer's uid and generation, the Deployment's and Service's resourceVersions.
+_ChildrenVersions = tuple[str, int, str, str]
 
 #: What a status decision reads: the WebServer's resourceVersion, its children's (None: absent), the problem's verdict.
 _StatusInputs = tuple[str, str | None, str | None, tuple[str, str, bool] | None]

@@ -18,6 +18,7 @@ from tests.support import factories
 from tests.support.fake_api import FakeApi, status_error
 from webserver_operator import metrics
 from webserver_operator.api.models import WEBSERVERS
+from webserver_operator.core.jsondiff import compare
 from webserver_operator.core.podsecurity import PodSecurityLevel
 from webserver_operator.core.resources import DEPLOYMENTS, EVENTS, SERVICES
 from webserver_operator.core.vocabulary import KubeObject, KubeObjects, ObjectKey
@@ -1069,3 +1070,45 @@ async def test_a_deleted_webserver_leaves_no_memory_of_its_writes() -> None:
     api.collections[WEBSERVERS.path(namespace=NS)].clear()
     await rec.reconcile(KEY)
     assert len(rec.own_writes) == 0
+
+
+async def test_children_are_compared_again_only_when_a_child_or_the_spec_has_moved(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A reconcile that reads the same children versions for the same generation (our own status write's echo, a
+    resync) does not compare them again; a new child version (status, drift) or a new spec does, and one reconciler
+    that remembered a clean check still repairs drift and rolls out a spec change."""
+    compared: list[str] = []
+
+    def counting(live: KubeObject, desired: KubeObject) -> Any:
+        compared.append(str(live["kind"]))
+        return compare(live, desired)
+
+    monkeypatch.setattr("webserver_operator.reconcile.reconciler.compare", counting)
+    api = with_world(replicas=1)
+    rec = reconciler(api)
+    await rec.reconcile(KEY)  # creates both: nothing compared
+    await rec.reconcile(KEY)  # the first look at what exists: both compared, both clean
+    assert sorted(compared) == ["Deployment", "Service"]
+    await rec.reconcile(KEY)
+    await rec.reconcile(KEY)
+    assert len(compared) == 2, "same versions, same generation: no compare"
+
+    deployment_reports(api, NEW_DEPLOYMENT_PROGRESS[0])
+    await rec.reconcile(KEY)
+    assert len(compared) == 4, "a new Deployment version: both checked again"
+
+    drifted = stored(api, DEP_PATH)
+    drifted["spec"]["replicas"] = 9
+    api.put(DEPLOYMENTS.path(namespace=NS), drifted)
+    await rec.reconcile(KEY)
+    assert stored(api, DEP_PATH)["spec"]["replicas"] == 1
+    assert ("Normal", "Repaired") in events(api)
+
+    edit_spec(api, replicas=3)
+    await rec.reconcile(KEY)
+    assert stored(api, DEP_PATH)["spec"]["replicas"] == 3
+    writes = len(api.writes())
+    await rec.reconcile(KEY)
+    await rec.reconcile(KEY)
+    assert len(api.writes()) == writes
