@@ -40,6 +40,7 @@ from webserver_operator import __version__
 from webserver_operator.core.settings import parse_bind_address
 from webserver_operator.kube.client import KubeClient
 from webserver_operator.kube.config import load_configuration
+from webserver_operator.manager import collector
 from webserver_operator.manager.endpoints import ProbeServer
 from webserver_operator.manager.metrics_server import MetricsServer
 from webserver_operator.manager.probes import Heartbeat, Probes, Starting, Watching, cache_synced, watches_running
@@ -119,6 +120,7 @@ class Operator:
         self.stop_requested.set()
 
     async def run(self) -> int:
+        collector.tune()
         try:
             async with contextlib.AsyncExitStack() as stack:
                 probes = self._start_endpoints(stack)
@@ -287,6 +289,7 @@ class Operator:
         if not await self._until_stopped(parts.cache.synced()):
             return _EXIT_OK
         log.info("caches synced")
+        collector.settle()
         hold: asyncio.Task[None] | None = None
         if parts.lease is not None:
             if not await self._until_stopped(parts.lease.acquire(may_try=parts.may_lead)):
