@@ -236,13 +236,14 @@ class Controller:
         else:
             outcome = "success"
         self._m_total[outcome].inc()
-        logger.debug(
-            "reconciled %s/%s: %s in %.3fs",
-            *key,
-            outcome,
-            duration,
-            extra=self._extra(key, outcome, duration, requeue_after=requeue_after),
-        )
+        if logger.isEnabledFor(logging.DEBUG):  # the fields are built only for a line that is written
+            logger.debug(
+                "reconciled %s/%s: %s in %.3fs",
+                *key,
+                outcome,
+                duration,
+                extra=self._extra(key, outcome, duration, requeue_after=requeue_after),
+            )
 
     def _on_error(self, key: ObjectKey, exc: Exception, duration: float) -> None:
         if isinstance(exc, Conflict):
