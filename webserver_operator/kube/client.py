@@ -30,7 +30,9 @@ kubernetes_asyncio traps handled here (verified against the installed 36.x sourc
 
 - Timeouts: aiohttp's session default is a 5-minute total, which would kill healthy watches. Every request here
   passes an ``aiohttp.ClientTimeout`` with ``sock_connect`` = connect timeout and ``sock_read`` = read timeout (time
-  without receiving a byte), no total.
+  without receiving a byte), no total. A watch has the same connect timeouts; its read timeout (the watch read
+  timeout) bounds the wait for the answer's headers here and each wait for the next chunk in ``kube.stream``,
+  which keeps it with one timer instead of aiohttp's timer per received chunk.
 - Query values go through ``urlencode`` as-is: Python ``True`` would become ``"True"``, so bools are encoded here.
 - The ``aiohttp.ClientSession`` must be created inside the running loop and shared; ``KubeClient.create`` does that,
   ``close()`` releases it.
@@ -202,11 +204,9 @@ class KubeClient:
             sock_connect=settings.connect_timeout,
             sock_read=settings.read_timeout,
         )
+        # A watch's read timeout is kept by the stream (``kube.stream``) and, until the answer's headers, by ``watch``.
         self._watch_timeout = aiohttp.ClientTimeout(
-            total=None,
-            connect=settings.connect_timeout,
-            sock_connect=settings.connect_timeout,
-            sock_read=self._watch_read_timeout,
+            total=None, connect=settings.connect_timeout, sock_connect=settings.connect_timeout, sock_read=None
         )
 
     @classmethod
@@ -454,9 +454,16 @@ class KubeClient:
             )
         pairs = [(k, v) for k, v in _encode_query(query) if k != "watch"] + [("watch", "true")]
         started = time.monotonic()
-        response = await self._send(
-            "GET", path, query=pairs, body=None, content_type=None, client_timeout=self._watch_timeout
-        )
+        try:
+            async with asyncio.timeout(self._watch_read_timeout):
+                response = await self._send(
+                    "GET", path, query=pairs, body=None, content_type=None, client_timeout=self._watch_timeout
+                )
+        except TimeoutError as exc:
+            self._observe("GET", _NO_STATUS, started)
+            cause = f"no answer within the watch read timeout ({self._watch_read_timeout:g}s)"
+            raise TransportError(method="GET", path=path, cause=cause, host=self._host) from exc
+        stream: WatchStream | None = None
         try:
             self._observe("GET", str(response.status), started)
             if response.status != 200:
@@ -469,8 +476,18 @@ class KubeClient:
                 )
                 log.debug("watch %s -> %d %s: %s", path, error.status, error.reason, error.message)
                 raise error
-            yield WatchStream(read_chunk=response.content.readany, method="GET", path=path, host=self._host)
+            stream = WatchStream(
+                read_chunk=response.content.readany,
+                method="GET",
+                path=path,
+                host=self._host,
+                read_timeout=self._watch_read_timeout,
+                interrupt=response.content.set_exception,
+            )
+            yield stream
         finally:
+            if stream is not None:
+                stream.close()
             if response.content.at_eof():
                 response.release()  # fully read: the connection can be reused
             else:

@@ -13,13 +13,19 @@ Events are decoded with orjson (``kube.jsoncodec``): in a bulk create, decoding 
 the operator's JSON work.
 
 Failure mapping: the server ending the response cleanly ends the iteration (the informer re-watches from its last
-resourceVersion); a socket read timeout, a reset connection or a body cut mid-event raises ``TransportError``.
+resourceVersion); a read timeout, a reset connection or a body cut mid-event raises ``TransportError``.
+
+The read timeout (no data for ``read_timeout`` seconds while waiting for the next chunk) is kept here rather than
+as aiohttp's ``sock_read``: aiohttp cancels and schedules a timer on every chunk it receives, which for watch
+streams, one chunk per event, was 2-3% of the operator's CPU in a bulk create (bench/README.md). ``_ReadTimer``
+arms one timer and only looks at the time when it comes due.
 
 Built by ``kube.client.watch``; hands decoded events to ``runtime.informer``.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -62,13 +68,62 @@ class LineSplitter:
         return tail
 
 
+class _ReadTimer:
+    """Interrupts a read that has waited ``timeout`` s for data; a read only stores the time it started waiting.
+
+    One timer at a time: when it comes due it interrupts the read in progress if that has waited long enough, sets
+    itself again for the read's own deadline if not, and lapses when no read is waiting (the next read sets it).
+    """
+
+    def __init__(self, timeout: float, interrupt: Callable[[BaseException], None]) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._timeout, self._interrupt = timeout, interrupt
+        self._since = 0.0
+        self._waiting = False
+        self._handle: asyncio.TimerHandle | None = None
+
+    def waiting(self) -> None:
+        self._since, self._waiting = self._loop.time(), True
+        if self._handle is None:
+            self._handle = self._loop.call_at(self._since + self._timeout, self._check)
+
+    def received(self) -> None:
+        self._waiting = False
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _check(self) -> None:
+        self._handle = None
+        if not self._waiting:
+            return
+        due = self._since + self._timeout
+        if self._loop.time() < due:
+            self._handle = self._loop.call_at(due, self._check)
+        else:
+            self._interrupt(TimeoutError(f"no data for {self._timeout:g}s"))
+
+
 class WatchStream:
     """Async iterator of decoded watch events ``{"type": ..., "object": {...}}``.
 
-    Built by ``Kube.watch``; ``read_chunk`` returns the next body chunk, ``b""`` at the end of the body.
+    Built by ``Kube.watch``; ``read_chunk`` returns the next body chunk, ``b""`` at the end of the body. With
+    ``read_timeout``, a read that waits that long for data is ended by ``interrupt(TimeoutError)``, which must make
+    the pending ``read_chunk`` raise it (aiohttp's ``StreamReader.set_exception``); ``close()`` stops the timer.
     """
 
-    def __init__(self, *, read_chunk: Callable[[], Awaitable[bytes]], method: str, path: str, host: str) -> None:
+    def __init__(
+        self,
+        *,
+        read_chunk: Callable[[], Awaitable[bytes]],
+        method: str,
+        path: str,
+        host: str,
+        read_timeout: float | None = None,
+        interrupt: Callable[[BaseException], None] | None = None,
+    ) -> None:
         self._read_chunk = read_chunk
         self._method = method
         self._path = path
@@ -76,6 +131,12 @@ class WatchStream:
         self._splitter = LineSplitter()
         self._lines: deque[bytes] = deque()
         self._ended = False
+        self._timer = None if read_timeout is None or interrupt is None else _ReadTimer(read_timeout, interrupt)
+
+    def close(self) -> None:
+        """Stop the read timer (the response is being released or closed)."""
+        if self._timer is not None:
+            self._timer.stop()
 
     def __aiter__(self) -> WatchStream:
         return self
@@ -104,12 +165,18 @@ class WatchStream:
                 return self._checked(event, tail)
 
     async def _next_chunk(self) -> bytes:
+        timer = self._timer
+        if timer is not None:
+            timer.waiting()
         try:
             return await self._read_chunk()
         except TimeoutError as exc:
-            raise self._error(f"no data for the watch read timeout ({type(exc).__name__})") from exc
+            raise self._error(f"no data for the watch read timeout ({type(exc).__name__}: {exc})") from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise self._error(f"watch stream broken: {type(exc).__name__}: {exc}") from exc
+        finally:
+            if timer is not None:
+                timer.received()
 
     def _decode(self, line: bytes) -> dict[str, Any]:
         try:

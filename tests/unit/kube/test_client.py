@@ -342,14 +342,16 @@ def event(kind: str, name: str, rv: str, **extra: Any) -> dict[str, Any]:
     return {"type": kind, "object": {"kind": "Service", "metadata": {"name": name, "resourceVersion": rv}, **extra}}
 
 
-def stream(*chunks: bytes, then: Callable[[], Awaitable[None]] | None = None, cut: bool = False) -> Handler:
+def stream(
+    *chunks: bytes, then: Callable[[], Awaitable[None]] | None = None, cut: bool = False, pace: float = 0.005
+) -> Handler:
     async def handler(request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "application/json"})
         response.enable_chunked_encoding()
         await response.prepare(request)
         for chunk in chunks:
             await response.write(chunk)
-            await asyncio.sleep(0.005)
+            await asyncio.sleep(pace)
         if then is not None:
             await then()
         if cut:
@@ -430,6 +432,40 @@ async def test_watch_read_timeout(server: tuple[FakeApiServer, str]) -> None:
         with pytest.raises(TransportError, match="read timeout"):
             await anext(events)
         assert 1.2 < loop.time() - started < 5
+
+
+async def test_watch_without_an_answer_times_out_at_the_watch_read_timeout(server: tuple[FakeApiServer, str]) -> None:
+    """Until the answer's headers arrive, the watch read timeout bounds the wait (not the shorter request timeout)."""
+    fake, url = server
+
+    async def silent(_: web.Request) -> web.StreamResponse:
+        await asyncio.wait_for(fake.release.wait(), timeout=10)
+        return web.json_response({})
+
+    fake.then(silent)
+    client = await KubeClient.create(
+        configuration_for(url), settings=ClientSettings(read_timeout=0.1), watch_read_timeout=1.5
+    )
+    async with client:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(TransportError, match="no answer within the watch read timeout") as caught:
+            async with client.watch("/api/v1/services", query={"timeoutSeconds": 1}):
+                pass
+        assert 1.2 < loop.time() - started < 5
+        assert caught.value.retriable
+    fake.release.set()
+
+
+async def test_a_steady_watch_outlives_its_read_timeout(server: tuple[FakeApiServer, str]) -> None:
+    """Events every 0.25 s for 2.5 s against a watch read timeout of 1.5 s: no gap is that long, so nothing is cut."""
+    fake, url = server
+    lines = [json.dumps(event("ADDED", f"s{i}", str(i + 2))).encode() + b"\n" for i in range(10)]
+    fake.then(stream(*lines, pace=0.25))
+    client = await KubeClient.create(configuration_for(url), settings=SETTINGS, watch_read_timeout=1.5)
+    async with client, client.watch("/api/v1/services", query={"timeoutSeconds": 1}) as events:
+        names = [e["object"]["metadata"]["name"] async for e in events]
+    assert names == [f"s{i}" for i in range(10)]
 
 
 async def test_watch_cut_mid_event(kube: tuple[KubeClient, FakeApiServer, Sleeps]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterable
 from typing import Any
@@ -99,3 +100,68 @@ async def test_read_failures_become_transport_errors(exc: BaseException, match: 
         await anext(events)
     assert caught.value.retriable
     assert caught.value.host == "h:1"
+
+
+class _Chunks:
+    """A body that hands out queued chunks; ``interrupt`` makes the read in progress raise, like aiohttp's reader."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[bytes] = asyncio.Queue()
+        self._waiter: asyncio.Future[bytes] | None = None
+        self.interrupted: BaseException | None = None
+
+    async def read(self) -> bytes:
+        if self.interrupted is not None:
+            raise self.interrupted
+        if not self.queue.empty():
+            return self.queue.get_nowait()
+        getter = asyncio.ensure_future(self.queue.get())
+        self._waiter = asyncio.get_running_loop().create_future()
+        done, _ = await asyncio.wait({getter, self._waiter}, return_when=asyncio.FIRST_COMPLETED)
+        if getter in done:
+            return getter.result()
+        getter.cancel()
+        return self._waiter.result()
+
+    def interrupt(self, exc: BaseException) -> None:
+        self.interrupted = exc
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_exception(exc)
+
+
+def _line(name: str) -> bytes:
+    return json.dumps({"type": "ADDED", "object": {"metadata": {"name": name}}}).encode() + b"\n"
+
+
+async def test_a_read_waiting_longer_than_the_read_timeout_is_interrupted() -> None:
+    body = _Chunks()
+    events = WatchStream(
+        read_chunk=body.read, method="GET", path="/x", host="h", read_timeout=0.2, interrupt=body.interrupt
+    )
+    body.queue.put_nowait(_line("a"))
+    assert (await anext(events))["object"]["metadata"]["name"] == "a"
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    with pytest.raises(TransportError, match="no data for the watch read timeout"):
+        await anext(events)
+    assert 0.15 < loop.time() - started < 2
+    events.close()
+
+
+async def test_only_waiting_counts_towards_the_read_timeout() -> None:
+    """Chunks that keep coming within the timeout, and a consumer busy longer than it between reads (data waiting
+    for it meanwhile), are no timeout: the timer only ends a read that itself waited that long."""
+    body = _Chunks()
+    events = WatchStream(
+        read_chunk=body.read, method="GET", path="/x", host="h", read_timeout=0.2, interrupt=body.interrupt
+    )
+    names = []
+    for i in range(8):  # 0.8 s of events, 0.1 s apart
+        asyncio.get_running_loop().call_later(0.1, body.queue.put_nowait, _line(f"e{i}"))
+        names.append((await anext(events))["object"]["metadata"]["name"])
+    body.queue.put_nowait(_line("late"))
+    await asyncio.sleep(0.5)  # the consumer is busy; the next chunk is already there when it reads
+    names.append((await anext(events))["object"]["metadata"]["name"])
+    assert names == [*(f"e{i}" for i in range(8)), "late"]
+    assert body.interrupted is None
+    events.close()
