@@ -17,15 +17,14 @@ resourceVersion); a read timeout, a reset connection or a body cut mid-event rai
 
 The read timeout (no data for ``read_timeout`` seconds while waiting for the next chunk) is kept here rather than
 as aiohttp's ``sock_read``: aiohttp cancels and schedules a timer on every chunk it receives, which for watch
-streams, one chunk per event, was 2-3% of the operator's CPU in a bulk create (bench/README.md). ``_ReadTimer``
-arms one timer and only looks at the time when it comes due.
+streams, one chunk per event, was 2-3% of the operator's CPU in a bulk create (bench/README.md). A
+``kube.idle.IdleTimer`` keeps one timer, which counts only while a read is waiting.
 
 Built by ``kube.client.watch``; hands decoded events to ``runtime.informer``.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -34,6 +33,7 @@ import aiohttp
 
 from webserver_operator.kube import jsoncodec
 from webserver_operator.kube.errors import TransportError
+from webserver_operator.kube.idle import IdleTimer
 
 __all__ = ["LineSplitter", "WatchStream"]
 
@@ -68,44 +68,6 @@ class LineSplitter:
         return tail
 
 
-class _ReadTimer:
-    """Interrupts a read that has waited ``timeout`` s for data; a read only stores the time it started waiting.
-
-    One timer at a time: when it comes due it interrupts the read in progress if that has waited long enough, sets
-    itself again for the read's own deadline if not, and lapses when no read is waiting (the next read sets it).
-    """
-
-    def __init__(self, timeout: float, interrupt: Callable[[BaseException], None]) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._timeout, self._interrupt = timeout, interrupt
-        self._since = 0.0
-        self._waiting = False
-        self._handle: asyncio.TimerHandle | None = None
-
-    def waiting(self) -> None:
-        self._since, self._waiting = self._loop.time(), True
-        if self._handle is None:
-            self._handle = self._loop.call_at(self._since + self._timeout, self._check)
-
-    def received(self) -> None:
-        self._waiting = False
-
-    def stop(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-
-    def _check(self) -> None:
-        self._handle = None
-        if not self._waiting:
-            return
-        due = self._since + self._timeout
-        if self._loop.time() < due:
-            self._handle = self._loop.call_at(due, self._check)
-        else:
-            self._interrupt(TimeoutError(f"no data for {self._timeout:g}s"))
-
-
 class WatchStream:
     """Async iterator of decoded watch events ``{"type": ..., "object": {...}}``.
 
@@ -131,7 +93,10 @@ class WatchStream:
         self._splitter = LineSplitter()
         self._lines: deque[bytes] = deque()
         self._ended = False
-        self._timer = None if read_timeout is None or interrupt is None else _ReadTimer(read_timeout, interrupt)
+        self._timer: IdleTimer | None = None
+        if read_timeout is not None and interrupt is not None:
+            timeout = read_timeout
+            self._timer = IdleTimer(timeout, lambda: interrupt(TimeoutError(f"no data for {timeout:g}s")))
 
     def close(self) -> None:
         """Stop the read timer (the response is being released or closed)."""
@@ -167,7 +132,7 @@ class WatchStream:
     async def _next_chunk(self) -> bytes:
         timer = self._timer
         if timer is not None:
-            timer.waiting()
+            timer.touch()
         try:
             return await self._read_chunk()
         except TimeoutError as exc:
@@ -176,7 +141,7 @@ class WatchStream:
             raise self._error(f"watch stream broken: {type(exc).__name__}: {exc}") from exc
         finally:
             if timer is not None:
-                timer.received()
+                timer.pause()
 
     def _decode(self, line: bytes) -> dict[str, Any]:
         try:

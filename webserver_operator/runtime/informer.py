@@ -62,6 +62,7 @@ from webserver_operator.core.settings import DEFAULT_STALL_TIMEOUT_RANGE
 from webserver_operator.core.shards import ShardRange, ShardUnion
 from webserver_operator.core.vocabulary import EventHandler, EventType, KubeObject, WatchApi, object_key
 from webserver_operator.kube.errors import Forbidden, Gone, NotFound, api_error_from_status
+from webserver_operator.kube.idle import IdleTimer
 from webserver_operator.runtime.interrupt import Interrupt, Interrupted
 from webserver_operator.runtime.shardfilter import (
     PROCESS_FALLBACK_NOTICE,
@@ -101,38 +102,6 @@ class _RestartList(Exception):
 
 class _Stalled(Exception):
     """The watch delivered nothing for ``stall_timeout``."""
-
-
-class _StallWatch:
-    """Expires ``timeout`` (cancelling the watch) once ``stall_timeout`` s pass without an event.
-
-    Why not ``Timeout.reschedule`` on every event: that cancels one timer and schedules another per event, a
-    measurable share of the operator's CPU in a bulk create (bench/README.md). Here an event only stores the loop
-    time in ``last``; the one timer looks at it when it comes due and sets itself again for ``last + stall_timeout``
-    while events keep coming.
-    """
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, stall_timeout: float, timeout: asyncio.Timeout) -> None:
-        self._loop, self._stall_timeout, self._timeout = loop, stall_timeout, timeout
-        self._handle: asyncio.TimerHandle | None = None
-        self.last = loop.time()
-
-    def start(self) -> None:
-        self.last = self._loop.time()
-        self._handle = self._loop.call_at(self.last + self._stall_timeout, self._check)
-
-    def stop(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-
-    def _check(self) -> None:
-        now, due = self._loop.time(), self.last + self._stall_timeout
-        if now < due:
-            self._handle = self._loop.call_at(due, self._check)
-        else:
-            self._handle = None
-            self._timeout.reschedule(now)  # expired: cancels the watching task with TimeoutError
 
 
 def noop_handler(_type: EventType, _obj: KubeObject, _old: KubeObject | None) -> None:
@@ -481,14 +450,16 @@ class Informer:
             self.shard_filter.add_to(query)
         received = 0
         loop = asyncio.get_running_loop()
+        # One timer for the whole watch (``kube.idle``), not one rescheduled per event: when nothing came for
+        # ``stall_timeout`` it expires ``watchdog``, which cancels this task with TimeoutError.
         watchdog = asyncio.timeout(None)
-        stall = _StallWatch(loop, stall_timeout, watchdog)
+        stall = IdleTimer(stall_timeout, lambda: watchdog.reschedule(loop.time()))
         try:
             async with watchdog:
-                stall.start()  # covers opening the watch too; every event moves ``stall.last``
+                stall.touch()  # covers opening the watch too; every event touches it again
                 async with self.api.watch(self._path, query=query) as stream:
                     async for event in stream:
-                        stall.last = loop.time()
+                        stall.touch()
                         received += 1
                         self._touch()
                         self.consecutive_failures = 0
