@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import signal
 import socket
@@ -112,6 +113,7 @@ async def test_healthz_fails_while_the_event_loop_is_blocked(cluster: Cluster, c
         watch=WatchSettings(namespaces=[namespace]),
         server=ServerSettings(health_probe_bind_address="127.0.0.1:0", metrics_bind_address="0", max_loop_lag=2.0),
     )
+    collector_before = (gc.get_threshold(), gc.get_freeze_count())
     operator = Operator(settings)
     task = asyncio.create_task(operator.run())
 
@@ -121,6 +123,8 @@ async def test_healthz_fails_while_the_event_loop_is_blocked(cluster: Cluster, c
             break
         await asyncio.sleep(0.1)
     assert (await _probe_async(operator, "/healthz"))[0] == 200
+    # Synced and ready, yet an operator embedded in this process left the process-wide collector settings alone.
+    assert (gc.get_threshold(), gc.get_freeze_count()) == collector_before
 
     seen: dict[str, Any] = {}
 

@@ -14,7 +14,9 @@ measured with ``gc.callbacks``; bench/README.md). Two settings that large Python
 Neither changes what is freed, only how often and over how many objects the collector looks for cycles; a reference
 cycle is still collected, after at most ``YOUNG_THRESHOLD`` new objects instead of 700.
 
-Called by ``manager.operator``: ``tune()`` when the operator starts, ``settle()`` once the caches have synced.
+Called by ``manager.operator`` for an operator that has its process to itself (``run_operator``, what the CLI
+runs): ``tune()`` when it starts, ``settle()`` once the caches have synced. Both are process-wide, so an operator
+embedded in another process (the integration tests run some in the test process) leaves the collector as it is.
 """
 
 from __future__ import annotations

@@ -102,8 +102,12 @@ class _Parts:
 class Operator:
     """One operator process. ``await Operator(settings).run()`` returns the exit code."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, owns_process: bool = False) -> None:
         self.settings = settings
+        #: The process runs this operator alone (``run_operator``, the CLI): it may set process-wide things such as
+        #: the garbage collector (``manager.collector``). An operator embedded in another process (a test) leaves
+        #: them to that process.
+        self._owns_process = owns_process
         self.stop_requested = asyncio.Event()
         self._health_port: int | None = None
         #: Set when a part started beside the controller (the metrics server) failed: the exit code is then 2.
@@ -120,7 +124,8 @@ class Operator:
         self.stop_requested.set()
 
     async def run(self) -> int:
-        collector.tune()
+        if self._owns_process:
+            collector.tune()
         try:
             async with contextlib.AsyncExitStack() as stack:
                 probes = self._start_endpoints(stack)
@@ -289,7 +294,8 @@ class Operator:
         if not await self._until_stopped(parts.cache.synced()):
             return _EXIT_OK
         log.info("caches synced")
-        collector.settle()
+        if self._owns_process:
+            collector.settle()
         hold: asyncio.Task[None] | None = None
         if parts.lease is not None:
             if not await self._until_stopped(parts.lease.acquire(may_try=parts.may_lead)):
@@ -388,7 +394,7 @@ async def _deposed(controller: Controller, controller_task: asyncio.Task[None], 
 
 async def run_operator(settings: Settings, *, install_signal_handlers: bool = True) -> int:
     """Run until SIGTERM/SIGINT (or leadership loss); return the process exit code."""
-    operator = Operator(settings)
+    operator = Operator(settings, owns_process=True)
     loop = asyncio.get_running_loop()
     if install_signal_handlers:
         for sig in (signal.SIGTERM, signal.SIGINT):
