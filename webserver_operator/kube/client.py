@@ -11,42 +11,47 @@ even import them. ``call_api`` and ``RESTClientObject.request``, on every reques
 whole body through ``sanitize_for_serialization`` (a recursive copy of the object, made for model classes the
 operator never uses), rebuild the auth settings dict, encode the body with the standard library's ``json`` and search
 the content type with a regular expression. And the module keeps about 2 MB resident for the life of the process
-(with ``dateutil``, ``multiprocessing.pool`` and ``six.moves``) only for ``ApiClient.__init__``, which does nothing
-here but build the aiohttp session. So ``_open_session`` builds that session itself, the way
-``RESTClientObject.__init__`` does (kubernetes_asyncio 36.x, read, not guessed): ``ssl.create_default_context`` with
-``cafile=ssl_ca_cert``; ``load_cert_chain(cert_file, keyfile=key_file)`` when ``cert_file`` is set; with
-``verify_ssl`` false, ``check_hostname`` off and ``CERT_NONE``; with ``disable_strict_ssl_verification``, the
-``VERIFY_X509_STRICT`` flag cleared; an ``aiohttp.TCPConnector(limit=pool size, ssl=that context)``; and a session
-with the library's ``read_bufsize`` (2 MiB). ``assert_hostname`` and the other urllib3-era fields of
-``Configuration`` are not read by the library's aiohttp client either. A request is the session's own ``request``
-with the URL, the headers (the ``User-Agent`` the ``ApiClient`` would have added from its default headers, and the
-bearer token from ``Configuration.get_api_key_with_prefix``, which runs the library's refresh hook exactly as
-``call_api`` did), the body encoded once by orjson (``kube.jsoncodec``) and the proxy, proxy headers and TLS server
-name that ``RESTClientObject.request`` would pass. ``tests/unit/kube/test_client_tls.py`` checks the session against
-the library's own ``RESTClientObject`` for the same configurations, so a library upgrade that changes how it builds
-TLS shows up there.
+(with ``dateutil``, ``multiprocessing.pool`` and ``six.moves``) only for ``ApiClient.__init__``.
 
-kubernetes_asyncio traps handled here (verified against the installed 36.x source):
+Also bypassed, since issue 19: the aiohttp client session the library would have made. Its per-request objects
+(``ClientRequest``, ``ClientResponse``, ``StreamReader``, timers, trace hooks) were over a quarter of the operator's
+CPU in a bulk create; ``kube.connection`` (a pool of keep-alive HTTP/1.1 connections) and ``kube.http1`` (the
+bytes) do the same exchanges at about a third of the CPU per request (``bench.request_cost``). What the library's
+``RESTClientObject.__init__`` configures is kept (kubernetes_asyncio 36.x, read, not guessed): the TLS context
+(``_tls_context``: ``ssl.create_default_context`` with ``cafile=ssl_ca_cert``; ``load_cert_chain(cert_file,
+keyfile=key_file)`` when ``cert_file`` is set; with ``verify_ssl`` false, ``check_hostname`` off and ``CERT_NONE``;
+with ``disable_strict_ssl_verification``, the ``VERIFY_X509_STRICT`` flag cleared), the pool's size
+(``connection_pool_maxsize``, here the ``pool_size`` of ``create``), and what ``RESTClientObject.request`` would
+pass per request: the proxy and its headers and the TLS server name. ``assert_hostname`` and the other urllib3-era
+fields of ``Configuration`` are not read by the library's client either. A request carries the ``User-Agent`` the
+``ApiClient`` would have added, ``Accept: application/json``, and the bearer token from
+``Configuration.get_api_key_with_prefix``, which runs the library's refresh hook exactly as ``call_api`` did; the
+body is encoded once by orjson (``kube.jsoncodec``). No ``Accept-Encoding`` is sent, so the API server answers
+uncompressed: on the loopback or pod network of an operator, gzip of large lists costs both sides more CPU than it
+saves. ``tests/unit/kube/test_client_tls.py`` checks the TLS context against the library's own ``RESTClientObject``
+for the same configurations, so a library upgrade that changes how it builds TLS shows up there.
 
-- Timeouts: aiohttp's session default is a 5-minute total, which would kill healthy watches. Every request here
-  passes an ``aiohttp.ClientTimeout`` with ``sock_connect`` = connect timeout and ``sock_read`` = read timeout (time
-  without receiving a byte), no total. A watch has the same connect timeouts; its read timeout (the watch read
-  timeout) bounds the wait for the answer's headers here and each wait for the next chunk in ``kube.stream``,
-  which keeps it with one timer instead of aiohttp's timer per received chunk.
+Traps handled here:
+
+- Timeouts: connecting (the wait for a pooled connection plus the TCP and TLS handshakes) is bounded by the connect
+  timeout; an answer that stops coming for the read timeout (time without receiving a byte) fails; there is no
+  total. A watch's read timeout (the watch read timeout) bounds the wait for the answer's head here and each wait
+  for the next chunk in ``kube.stream``.
 - Query values go through ``urlencode`` as-is: Python ``True`` would become ``"True"``, so bools are encoded here.
-- The ``aiohttp.ClientSession`` must be created inside the running loop and shared; ``KubeClient.create`` does that,
-  ``close()`` releases it.
-- The library's ``aiohttp.ClientSession`` is made with ``trust_env=True``: aiohttp then reads ``~/.netrc`` and the
-  proxy variables in a thread-pool executor on every request, two thread hops per request (a fifth of the operator's
-  CPU in a profiled bulk create). The session here is made without it, and ``HTTPS_PROXY``/``NO_PROXY`` are
-  resolved once for the API server's host, as client-go does (netrc is not a Kubernetes credential source).
+  Paths are percent-encoded (``/`` and RFC 3986 path characters kept).
+- The pool must be created inside the running loop and shared; ``KubeClient.create`` does that, ``close()`` closes
+  every connection.
+- The library's session is made with ``trust_env=True``: aiohttp then reads ``~/.netrc`` and the proxy variables in
+  a thread-pool executor on every request (a fifth of the operator's CPU in a profiled bulk create).
+  ``HTTPS_PROXY``/``NO_PROXY`` are resolved once here for the API server's host, as client-go does (netrc is not a
+  Kubernetes credential source); ``kube.connection`` tunnels through the proxy as Go's ``net/http`` does.
 - ``kubernetes_asyncio.watch.Watch`` retries a 410 with the same stale resourceVersion: ``watch()`` here only opens
   and decodes the stream (see ``webserver_operator.kube.stream``); the informer relists.
 
 Writes of a ``gated()`` view (the reconcile path, gated on the leader Lease's ``kube.fence.LeaseFence``) are
 checked when the request starts and again at the last moment, after the rate limiter and the wait for a pooled
-connection, just before aiohttp writes the request (``kube.gate``): a write refused there raises ``WritesStopped``
-and nothing of it is sent.
+connection, with no await left before the request is written (``kube.gate``): a write refused there raises
+``WritesStopped`` and nothing of it is sent.
 
 One way to talk to the API: ``request()`` (any verb; the reconciler's merge patches use ``core.vocabulary.MERGE_PATCH``)
 and ``watch()``. Every write carries ``fieldManager=webserver-operator``, so ``managedFields`` names the operator as
@@ -74,16 +79,22 @@ import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import Any, Self, Unpack
-from urllib.parse import urlencode, urlsplit
-
-import aiohttp
+from urllib.parse import quote, urlencode, urlsplit
 
 from webserver_operator import __version__, metrics
 from webserver_operator.core.settings import ClientSettings, WatchSettings
 from webserver_operator.core.vocabulary import QueryValue, RequestOptions
 from webserver_operator.kube import jsoncodec
-from webserver_operator.kube.errors import KubeError, TransportError, WritesStopped, api_error_from_response
-from webserver_operator.kube.gate import FencedRequest, WriteCheck, gate_writes
+from webserver_operator.kube.connection import Connection, ConnectionPool, Endpoint, ProxyError
+from webserver_operator.kube.errors import (
+    ConfigurationError,
+    KubeError,
+    TransportError,
+    WritesStopped,
+    api_error_from_response,
+)
+from webserver_operator.kube.gate import WriteCheck
+from webserver_operator.kube.http1 import ProtocolError, ResponseHead, encode_request
 from webserver_operator.kube.library import Configuration
 from webserver_operator.kube.ratelimit import TokenBucket
 from webserver_operator.kube.retry import RetryPolicy, call_with_retries
@@ -103,6 +114,8 @@ _DEFAULT_WATCH_READ_TIMEOUT = WatchSettings().read_timeout
 DEFAULT_POOL_SIZE = 100
 
 _JSON = "application/json"
+#: Characters left as they are in a request path (RFC 3986 ``pchar`` and ``/``; ``%`` keeps escapes the caller made).
+_PATH_SAFE = "/:@!$&'()*+,;=%-._~"
 # Status code label of attempts that got no HTTP answer, as client-go.
 _NO_STATUS = "<error>"
 
@@ -116,10 +129,6 @@ def _encode_query(query: Mapping[str, QueryValue] | None) -> list[tuple[str, str
         else:
             pairs.append((key, str(value)))
     return pairs
-
-
-# The library's session setting (watch events with big objects exceed aiohttp's default read buffer).
-_READ_BUFSIZE = 2**21
 
 
 def _read_environment_once(configuration: Configuration) -> None:
@@ -148,15 +157,18 @@ def _tls_context(configuration: Configuration) -> ssl.SSLContext:
     return context
 
 
-def _open_session(configuration: Configuration, *, pool_size: int) -> aiohttp.ClientSession:
-    """The session ``RESTClientObject`` would make, without ``trust_env`` and with the write gate (``kube.gate``).
-
-    ``pool_size`` is the connector's ``limit`` (the library's ``connection_pool_maxsize``; 0: no cap).
-    """
-    connector = aiohttp.TCPConnector(limit=pool_size, ssl=_tls_context(configuration))
-    return aiohttp.ClientSession(
-        connector=connector, trust_env=False, read_bufsize=_READ_BUFSIZE, request_class=FencedRequest
-    )
+def _endpoint(configuration: Configuration) -> Endpoint:
+    """Where the requests go, with the TLS context, server name, proxy and proxy headers of ``configuration``."""
+    try:
+        return Endpoint.from_url(
+            str(configuration.host),
+            tls=_tls_context(configuration),
+            server_hostname=configuration.tls_server_name or None,
+            proxy=configuration.proxy or None,
+            proxy_headers=dict(configuration.proxy_headers or {}),
+        )
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from exc
 
 
 class KubeClient:
@@ -164,7 +176,7 @@ class KubeClient:
 
     def __init__(
         self,
-        session: aiohttp.ClientSession,
+        pool: ConnectionPool,
         configuration: Configuration,
         *,
         settings: ClientSettings,
@@ -173,7 +185,7 @@ class KubeClient:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rand: Callable[[], float] = random.random,
     ) -> None:
-        self._session = session
+        self._pool = pool
         self._settings = settings
         self._watch_read_timeout = watch_read_timeout
         self._sleep = sleep
@@ -183,31 +195,15 @@ class KubeClient:
         self._limiter = (
             TokenBucket(qps=settings.qps, burst=settings.burst, sleep=sleep) if settings.qps is not None else None
         )
-        server = str(configuration.host)
-        self._host = urlsplit(server).netloc or server
+        endpoint = pool.endpoint
+        self._host = endpoint.authority
         self._configuration = configuration
-        self._base_url = server.rstrip("/")
-        # What the library's request adds to every call, worked out once (see the module docstring).
-        self._base_headers: dict[str, str] = {"User-Agent": USER_AGENT}
-        self._session_options: dict[str, Any] = {}
-        if configuration.proxy:
-            self._session_options["proxy"] = configuration.proxy
-        if configuration.proxy_headers:
-            self._session_options["proxy_headers"] = configuration.proxy_headers
-        if configuration.tls_server_name:
-            self._session_options["server_hostname"] = configuration.tls_server_name
+        # What the library's request adds to every call, worked out once (see the module docstring); through a
+        # proxy to a plain-HTTP server, every request carries the proxy's headers.
+        self._base_headers: tuple[tuple[str, str], ...] = (("User-Agent", USER_AGENT), ("Accept", _JSON))
+        if endpoint.proxy and endpoint.tls is None:
+            self._base_headers += endpoint.proxy_headers
         self._observers: dict[tuple[str, str], tuple[Any, Any]] = {}
-        # ``connect`` bounds the wait for a pooled connection plus connecting; ``sock_read`` the silence mid-answer.
-        self._request_timeout = aiohttp.ClientTimeout(
-            total=None,
-            connect=settings.connect_timeout,
-            sock_connect=settings.connect_timeout,
-            sock_read=settings.read_timeout,
-        )
-        # A watch's read timeout is kept by the stream (``kube.stream``) and, until the answer's headers, by ``watch``.
-        self._watch_timeout = aiohttp.ClientTimeout(
-            total=None, connect=settings.connect_timeout, sock_connect=settings.connect_timeout, sock_read=None
-        )
 
     @classmethod
     async def create(
@@ -221,7 +217,7 @@ class KubeClient:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rand: Callable[[], float] = random.random,
     ) -> Self:
-        """Create the client in the running loop (its aiohttp session binds to it).
+        """Create the client in the running loop (its connections bind to it).
 
         ``watch_read_timeout`` is ``WatchSettings.read_timeout`` (longer than any watch's ``timeoutSeconds``).
         ``pool_size`` caps the client's open connections (0: no cap). Each client has its own connection pool, so the
@@ -231,9 +227,14 @@ class KubeClient:
         """
         asyncio.get_running_loop()
         _read_environment_once(configuration)
-        session = _open_session(configuration, pool_size=pool_size)
+        pool = ConnectionPool(
+            _endpoint(configuration),
+            limit=pool_size,
+            connect_timeout=settings.connect_timeout,
+            read_timeout=settings.read_timeout,
+        )
         return cls(
-            session,
+            pool,
             configuration,
             settings=settings,
             watch_read_timeout=watch_read_timeout,
@@ -275,7 +276,7 @@ class KubeClient:
         return self._settings
 
     async def close(self) -> None:
-        await self._session.close()
+        await self._pool.close()
 
     async def __aenter__(self) -> Self:
         return self
@@ -319,20 +320,18 @@ class KubeClient:
         self, method: str, path: str, *, query: list[tuple[str, str]], body: object | None, content_type: str
     ) -> dict[str, Any]:
         started = time.monotonic()
-        response = await self._send(
-            method, path, query=query, body=body, content_type=content_type, client_timeout=self._request_timeout
-        )
+        connection, head = await self._send(method, path, query=query, body=body, content_type=content_type)
         try:
-            data = await response.read()
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            data = await connection.read_body()
+        except (TimeoutError, OSError, ProtocolError) as exc:
             self._observe(method, _NO_STATUS, started)
             raise self._transport_error(exc, method=method, path=path) from exc
         finally:
-            response.release()
-        status = int(response.status)
+            connection.release()
+        status = head.status
         self._observe(method, str(status), started)
         if not 200 <= status < 300:
-            error = api_error_from_response(status, data, method=method, path=path, headers=response.headers)
+            error = api_error_from_response(status, data, method=method, path=path, headers=head.headers())
             log.debug("%s %s -> %d %s: %s", method, path, status, error.reason, error.message)
             raise error
         return self._decode(data, method=method, path=path)
@@ -345,39 +344,45 @@ class KubeClient:
         query: list[tuple[str, str]],
         body: object | None,
         content_type: str | None,
-        client_timeout: aiohttp.ClientTimeout,
-    ) -> aiohttp.ClientResponse:
-        """One HTTP exchange up to the response headers; transport failures become ``TransportError``.
+        streaming: bool = False,
+    ) -> tuple[Connection, ResponseHead]:
+        """One HTTP exchange up to the answer's head; transport failures become ``TransportError``.
 
-        A gated view's writes are checked once more after the rate limiter, at the last moment (``kube.gate``).
+        Returns the connection (the caller reads the body and ``release()``s it) and the head. A gated view's
+        writes are checked once more at the last moment: after the rate limiter and the wait for a connection,
+        with no await before the request is written.
         """
         if self._limiter is not None:
             await self._limiter.acquire()
-        headers = {**self._base_headers, "Accept": _JSON}
+        fields = self._base_headers
         if content_type is not None:
-            headers["Content-Type"] = content_type
+            fields += (("Content-Type", content_type),)
         if "BearerToken" in self._configuration.api_key:
             # Runs the library's refresh hook (exec plugins, in-cluster token rotation), as ``call_api`` does.
-            headers["Authorization"] = await self._configuration.get_api_key_with_prefix("BearerToken")
-        url = f"{self._base_url}{path}?{urlencode(query)}" if query else f"{self._base_url}{path}"
+            fields += (("Authorization", await self._configuration.get_api_key_with_prefix("BearerToken")),)
+        target = quote(path, safe=_PATH_SAFE)
+        if query:
+            target = f"{target}?{urlencode(query)}"
         data = None if body is None else body if isinstance(body, bytes) else jsoncodec.encode(body)
-        gate = (
-            gate_writes(self._may_write)
-            if self._may_write is not None and method in _GATED_METHODS
-            else contextlib.nullcontext()
-        )
+        pool = self._pool
+        request = encode_request(method, pool.endpoint.target(target), self._host, fields, data)
         started = time.monotonic()
+        connection: Connection | None = None
         try:
-            with gate:  # checked inside aiohttp, after the pool wait, just before the request is written
-                response: aiohttp.ClientResponse = await self._session.request(
-                    method, url, headers=headers, data=data, timeout=client_timeout, **self._session_options
-                )
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            connection = pool.acquire_idle() or await pool.acquire()
+            check = self._may_write
+            if check is not None and method in _GATED_METHODS and (why := check(path)) is not None:
+                raise WritesStopped(method=method, path=path, why=why)
+            return connection, await connection.send(request, streaming=streaming)
+        except (TimeoutError, OSError, ProtocolError) as exc:
             self._observe(method, _NO_STATUS, started)
             error = self._transport_error(exc, method=method, path=path)
             log.debug("%s %s -> no answer: %s", method, path, error.cause)
             raise error from exc
-        return response
+        except BaseException:
+            if connection is not None:
+                connection.release()  # unused (a refused write) or cancelled: the pool decides whether it is reusable
+            raise
 
     def _observe(self, method: str, code: str, started: float) -> None:
         # The labelled children are looked up once per (method, code): ``labels()`` builds and hashes a key and takes
@@ -395,13 +400,16 @@ class KubeClient:
     def _transport_error(self, exc: BaseException, *, method: str, path: str) -> TransportError:
         retriable = True
         if isinstance(exc, TimeoutError):
-            cause = f"timed out ({type(exc).__name__}; connect timeout {self._settings.connect_timeout:g}s)"
-        elif isinstance(exc, aiohttp.ClientConnectorCertificateError | ssl.SSLCertVerificationError):
+            cause = (
+                f"timed out ({exc or type(exc).__name__}; connect timeout {self._settings.connect_timeout:g}s, "
+                f"read timeout {self._settings.read_timeout:g}s)"
+            )
+        elif isinstance(exc, ssl.SSLCertVerificationError):
             retriable = False
             cause = f"TLS certificate verification failed ({exc}): check the CA in the kubeconfig / ServiceAccount"
-        elif isinstance(exc, aiohttp.InvalidURL):
+        elif isinstance(exc, ProxyError):
             retriable = False
-            cause = f"invalid URL {exc}"
+            cause = str(exc)
         else:
             cause = f"{type(exc).__name__}: {exc}"
         return TransportError(method=method, path=path, cause=cause, host=self._host, retriable=retriable)
@@ -456,8 +464,8 @@ class KubeClient:
         started = time.monotonic()
         try:
             async with asyncio.timeout(self._watch_read_timeout):
-                response = await self._send(
-                    "GET", path, query=pairs, body=None, content_type=None, client_timeout=self._watch_timeout
+                connection, head = await self._send(
+                    "GET", path, query=pairs, body=None, content_type=None, streaming=True
                 )
         except TimeoutError as exc:
             self._observe("GET", _NO_STATUS, started)
@@ -465,30 +473,27 @@ class KubeClient:
             raise TransportError(method="GET", path=path, cause=cause, host=self._host) from exc
         stream: WatchStream | None = None
         try:
-            self._observe("GET", str(response.status), started)
-            if response.status != 200:
+            self._observe("GET", str(head.status), started)
+            if head.status != 200:
                 try:
-                    data = await response.read()
-                except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+                    data = await connection.read_body()
+                except (TimeoutError, OSError, ProtocolError) as exc:
                     raise self._transport_error(exc, method="GET", path=path) from exc
                 error = api_error_from_response(
-                    int(response.status), data, method="GET", path=path, headers=response.headers, verb="watch"
+                    head.status, data, method="GET", path=path, headers=head.headers(), verb="watch"
                 )
                 log.debug("watch %s -> %d %s: %s", path, error.status, error.reason, error.message)
                 raise error
             stream = WatchStream(
-                read_chunk=response.content.readany,
+                read_chunk=connection.read_chunk,
                 method="GET",
                 path=path,
                 host=self._host,
                 read_timeout=self._watch_read_timeout,
-                interrupt=response.content.set_exception,
+                interrupt=connection.interrupt,
             )
             yield stream
         finally:
             if stream is not None:
                 stream.close()
-            if response.content.at_eof():
-                response.release()  # fully read: the connection can be reused
-            else:
-                response.close()  # abandoned mid-stream: drop the connection
+            connection.release()  # reused only when the stream was read to its end

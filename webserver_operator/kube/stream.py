@@ -4,10 +4,10 @@ Why our own reader and not ``kubernetes_asyncio.watch.Watch``: that class deseri
 ``ERROR`` event with code 410 it retries with the same stale resourceVersion (an endless 410 loop). Here the stream
 only decodes; the informer decides what an ``ERROR`` event or a closed stream means.
 
-Why not ``StreamReader.readline()``: aiohttp's readline refuses lines longer than its buffer high-water mark, and a
-watch event carries a whole object (up to etcd's ~1.5 MiB request limit, more after JSON escaping). ``LineSplitter``
-accumulates raw chunks and cuts complete lines, scanning each byte once, so chunk boundaries anywhere (inside a
-line, inside a multi-byte UTF-8 character) are harmless.
+Why lines are cut here: a watch event carries a whole object (up to etcd's ~1.5 MiB request limit, more after JSON
+escaping), and the body arrives in chunks of any size. ``LineSplitter`` accumulates raw chunks and cuts complete
+lines, scanning each byte once, so chunk boundaries anywhere (inside a line, inside a multi-byte UTF-8 character) are
+harmless.
 
 Events are decoded with orjson (``kube.jsoncodec``): in a bulk create, decoding watch events is the larger part of
 the operator's JSON work.
@@ -15,9 +15,9 @@ the operator's JSON work.
 Failure mapping: the server ending the response cleanly ends the iteration (the informer re-watches from its last
 resourceVersion); a read timeout, a reset connection or a body cut mid-event raises ``TransportError``.
 
-The read timeout (no data for ``read_timeout`` seconds while waiting for the next chunk) is kept here rather than
-as aiohttp's ``sock_read``: aiohttp cancels and schedules a timer on every chunk it receives, which for watch
-streams, one chunk per event, was 2-3% of the operator's CPU in a bulk create (bench/README.md). A
+The read timeout (no data for ``read_timeout`` seconds while waiting for the next chunk) is kept here, not by the
+connection: a timer cancelled and scheduled on every received chunk (aiohttp's ``sock_read``) was, for watch
+streams, one chunk per event, 2-3% of the operator's CPU in a bulk create (bench/README.md). A
 ``kube.idle.IdleTimer`` keeps one timer, which counts only while a read is waiting.
 
 Built by ``kube.client.watch``; hands decoded events to ``runtime.informer``.
@@ -29,10 +29,9 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import aiohttp
-
 from webserver_operator.kube import jsoncodec
 from webserver_operator.kube.errors import TransportError
+from webserver_operator.kube.http1 import ProtocolError
 from webserver_operator.kube.idle import IdleTimer
 
 __all__ = ["LineSplitter", "WatchStream"]
@@ -73,7 +72,7 @@ class WatchStream:
 
     Built by ``Kube.watch``; ``read_chunk`` returns the next body chunk, ``b""`` at the end of the body. With
     ``read_timeout``, a read that waits that long for data is ended by ``interrupt(TimeoutError)``, which must make
-    the pending ``read_chunk`` raise it (aiohttp's ``StreamReader.set_exception``); ``close()`` stops the timer.
+    the pending ``read_chunk`` raise it (``kube.connection.Connection.interrupt``); ``close()`` stops the timer.
     """
 
     def __init__(
@@ -137,7 +136,7 @@ class WatchStream:
             return await self._read_chunk()
         except TimeoutError as exc:
             raise self._error(f"no data for the watch read timeout ({type(exc).__name__}: {exc})") from exc
-        except (aiohttp.ClientError, OSError) as exc:
+        except (OSError, ProtocolError) as exc:
             raise self._error(f"watch stream broken: {type(exc).__name__}: {exc}") from exc
         finally:
             if timer is not None:

@@ -1,9 +1,10 @@
-"""The session ``KubeClient`` builds itself: TLS, pool size and options as kubernetes_asyncio's ``RESTClientObject``.
+"""The connections ``KubeClient`` makes itself: TLS and pool size as kubernetes_asyncio's ``RESTClientObject``.
 
-``kube.client`` no longer goes through ``ApiClient`` (issue 19, idle RSS) and builds the aiohttp session the way the
-library's ``rest.py`` does. Checked two ways: the settings against the library's own ``RESTClientObject`` for the same
-``Configuration`` (so a library upgrade that changes them fails here), and real handshakes against a local HTTPS
-server that wants a client certificate (CA, client certificate and key, ``verify_ssl``, ``tls_server_name``).
+``kube.client`` goes through neither ``ApiClient`` (issue 19, idle RSS) nor aiohttp's client session (issue 19, CPU
+per request) and builds its TLS context the way the library's ``rest.py`` does. Checked two ways: the settings
+against the library's own ``RESTClientObject`` for the same ``Configuration`` (so a library upgrade that changes them
+fails here), and real handshakes against a local HTTPS server that wants a client certificate (CA, client
+certificate and key, ``verify_ssl``, ``tls_server_name``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
@@ -20,9 +20,8 @@ from kubernetes_asyncio.client.rest import RESTClientObject
 
 from tests.support.tls import issue_certificate
 from webserver_operator.core.settings import ClientSettings
-from webserver_operator.kube.client import KubeClient, _open_session, _tls_context
+from webserver_operator.kube.client import KubeClient, _endpoint, _tls_context
 from webserver_operator.kube.errors import TransportError
-from webserver_operator.kube.gate import FencedRequest
 from webserver_operator.kube.library import Configuration
 from webserver_operator.kube.retry import RetryPolicy
 
@@ -61,31 +60,19 @@ def settings_of(context: ssl.SSLContext) -> tuple[object, ...]:
     return context.verify_mode, context.check_hostname, context.verify_flags, context.protocol, ca_names
 
 
-async def test_the_tls_context_and_connector_are_the_librarys(pki: Path) -> None:
+async def test_the_tls_context_is_the_librarys(pki: Path) -> None:
     for name, configuration in configurations(pki).items():
-        configuration.connection_pool_maxsize = 7
         library = RESTClientObject(configuration)
-        ours = _open_session(configuration, pool_size=7)
         try:
             library_connector = library.pool_manager.connector
-            assert library_connector is not None and ours.connector is not None
-            assert settings_of(ours.connector._ssl) == settings_of(library_connector._ssl), name  # type: ignore[attr-defined]
+            assert library_connector is not None
             assert settings_of(_tls_context(configuration)) == settings_of(library_connector._ssl), name  # type: ignore[attr-defined]
-            assert ours.connector.limit == library_connector.limit == 7, name
-            assert ours._read_bufsize == library.pool_manager._read_bufsize, name
+            endpoint = _endpoint(configuration)
+            assert endpoint.tls is not None
+            assert settings_of(endpoint.tls) == settings_of(library_connector._ssl), name  # type: ignore[attr-defined]
+            assert endpoint.server_hostname == (configuration.tls_server_name or None), name
         finally:
             await library.close()
-            await ours.close()
-
-
-async def test_the_session_trusts_no_environment_and_fences_writes(pki: Path) -> None:
-    session = _open_session(configurations(pki)["ca"], pool_size=3)
-    try:
-        assert session.trust_env is False
-        assert session._request_class is FencedRequest
-        assert session.connector is not None and session.connector.limit == 3
-    finally:
-        await session.close()
 
 
 async def test_each_client_gets_its_pool_size() -> None:
@@ -93,7 +80,7 @@ async def test_each_client_gets_its_pool_size() -> None:
     for pool_size in (0, 1, 100):
         client = await KubeClient.create(configuration, settings=SETTINGS, pool_size=pool_size)
         try:
-            assert client._session.connector is not None and client._session.connector.limit == pool_size
+            assert client._pool.limit == pool_size
         finally:
             await client.close()
 
@@ -169,8 +156,11 @@ async def test_tls_server_name_is_the_name_checked(pki: Path, mutual_tls_server:
     assert await get_version(as_localhost) == {"kind": "Status", "client": True}
 
 
-async def test_a_session_of_its_own_is_closed_with_the_client() -> None:
-    client = await KubeClient.create(Configuration(host="https://127.0.0.1:6443"), settings=SETTINGS)
-    session: aiohttp.ClientSession = client._session
+async def test_closing_the_client_closes_its_connections(pki: Path, mutual_tls_server: int) -> None:
+    client = await KubeClient.create(client_configuration(pki, mutual_tls_server), settings=SETTINGS, retry=NO_RETRY)
+    assert await client.request("GET", "/version") == {"kind": "Status", "client": True}
+    assert client._pool.open_connections == 1, "the connection is kept for the next request"
     await client.close()
-    assert session.closed
+    assert client._pool.open_connections == 0
+    with pytest.raises(RuntimeError, match="KubeClient is closed"):
+        await client.request("GET", "/version")

@@ -7,10 +7,11 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-import aiohttp
 import pytest
 
+from webserver_operator.kube.connection import ServerDisconnected
 from webserver_operator.kube.errors import TransportError
+from webserver_operator.kube.http1 import ProtocolError
 from webserver_operator.kube.stream import LineSplitter, WatchStream
 
 
@@ -88,8 +89,9 @@ async def test_garbage_line() -> None:
 @pytest.mark.parametrize(
     ("exc", "match"),
     [
-        (aiohttp.SocketTimeoutError("read"), "read timeout"),
-        (aiohttp.ClientPayloadError("Response payload is not completed"), "broken"),
+        (TimeoutError("no data"), "read timeout"),
+        (ServerDisconnected("the API server closed the connection before the answer ended"), "broken"),
+        (ProtocolError("bad chunk size b'zz'"), "broken"),
         (ConnectionResetError("reset by peer"), "broken"),
     ],
 )
@@ -103,7 +105,7 @@ async def test_read_failures_become_transport_errors(exc: BaseException, match: 
 
 
 class _Chunks:
-    """A body that hands out queued chunks; ``interrupt`` makes the read in progress raise, like aiohttp's reader."""
+    """A body handing out queued chunks; ``interrupt`` makes the read in progress raise (``Connection.interrupt``)."""
 
     def __init__(self) -> None:
         self.queue: asyncio.Queue[bytes] = asyncio.Queue()
