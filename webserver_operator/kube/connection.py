@@ -277,8 +277,12 @@ class Connection(asyncio.Protocol):
             self._waiter = None
 
     def tunnel_established(self) -> None:
-        """The proxy's answer to ``CONNECT`` was read: what follows is TLS to the API server (``start_tls``)."""
+        """The proxy's answer to ``CONNECT`` was read: what follows is TLS to the API server (``start_tls``).
+
+        A new parser: the proxy's answer may have been HTTP/1.0, which would end the old one's reuse.
+        """
         self._busy, self._head = False, None
+        self._parser = ResponseParser(self._on_head, self._on_body, self._on_end)
 
     def release(self) -> None:
         """The exchange is over: back to the pool if the answer was read to its end and allows reuse, else close."""

@@ -168,9 +168,10 @@ async def test_a_slow_watch_reader_stops_the_connection_reading_and_loses_nothin
 class Proxy:
     """An HTTP proxy: ``CONNECT host:port`` tunnels, absolute-form requests forwarded; remembers what it was asked."""
 
-    def __init__(self, *, refuse: bool = False) -> None:
+    def __init__(self, *, refuse: bool = False, version: str = "HTTP/1.1") -> None:
         self.requests: list[tuple[str, dict[str, str]]] = []
         self.refuse = refuse
+        self.version = version
         self.server: asyncio.Server | None = None
 
     async def start(self) -> int:
@@ -195,7 +196,7 @@ class Proxy:
             host, port = (target if method == "CONNECT" else target.split("/")[2]).rsplit(":", 1)
             up_reader, up_writer = await asyncio.open_connection(host, int(port))
             if method == "CONNECT":
-                writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                writer.write(f"{self.version} 200 Connection established\r\n\r\n".encode())
             else:
                 up_writer.write("\r\n".join(head).encode("latin-1") + b"\r\n\r\n")
             await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
@@ -214,9 +215,10 @@ class Proxy:
             writer.close()
 
 
-@pytest.fixture
-async def proxy() -> AsyncIterator[tuple[Proxy, int]]:
-    running = Proxy()
+@pytest.fixture(params=["HTTP/1.1", "HTTP/1.0"])
+async def proxy(request: pytest.FixtureRequest) -> AsyncIterator[tuple[Proxy, int]]:
+    """A proxy answering in HTTP/1.1, and one answering in HTTP/1.0 (tinyproxy's answer to ``CONNECT``)."""
+    running = Proxy(version=request.param)
     port = await running.start()
     try:
         yield running, port
