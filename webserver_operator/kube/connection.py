@@ -253,16 +253,15 @@ class Connection(asyncio.Protocol):
         return body
 
     async def read_chunk(self) -> bytes:
-        """The body's bytes received since the last call (waiting for some); ``b""`` at the end of the body."""
+        """The next piece of the body as received (waiting for one); ``b""`` at the end of the body."""
         chunks = self._chunks
         while not chunks:
             if self._ended:
                 return b""
             await self._wait()
-        data = chunks.popleft() if len(chunks) == 1 else b"".join(chunks)
-        chunks.clear()
-        self._buffered = 0
-        if self._paused and self._transport is not None and not self._closing:
+        data = chunks.popleft()  # one received piece at a time: no copy into a bigger buffer, which could keep RSS up
+        self._buffered -= len(data)
+        if self._paused and self._buffered <= _STREAM_HIGH_WATER // 2 and self._transport and not self._closing:
             self._paused = False
             self._transport.resume_reading()
         return data
