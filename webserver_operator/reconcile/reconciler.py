@@ -144,6 +144,9 @@ class WebServerReconciler:
         self.own_writes = OwnWrites()
         self._fights = FightLog(lambda: self._clock().timestamp())
         self._creates = RecentCreates(lambda: self._clock().timestamp())
+        #: WebServers (key: the cached uid) whose quick re-create found the owner gone or replaced on the API server:
+        #: until a check passes, their children are not created again before the owner is read (``_confirm_owner``).
+        self._owner_behind: dict[ObjectKey, str] = {}
         self._deployment = _Child(
             DEPLOYMENTS, caches.deployments, desired_deployment, merge_owned_deployment, immutable_selector=True
         )
@@ -168,6 +171,7 @@ class WebServerReconciler:
             self._not_ours -= {(key, child.kind) for child in (self._deployment, self._service)}
             self._fights.forget(*key)
             self._creates.forget(*key)
+            self._owner_behind.pop(key, None)
             self._status_put_at.pop(key, None)
             self._status_current.pop(key, None)
             self._children_clean.pop(key, None)
@@ -298,10 +302,8 @@ class WebServerReconciler:
         if live is None and ((ws.namespace, ws.name), child.kind) in self._not_ours:
             live = await self._read(child, ws)
         if live is None:
-            if self._creates.again_soon((ws.namespace, ws.name, child.kind), ws.uid):
-                await self._confirm_owner(ws, child)
             try:
-                new = await self._create(ws, child, desired)
+                new = await self._create_checked(ws, child, desired)
             except Problem as problem:
                 return _Synced(None, problem)
             if new is not None:
@@ -334,6 +336,35 @@ class WebServerReconciler:
         if fight is not None:
             return _Synced(live, Problem("FightingAnotherController", fight.message))
         return _Synced(live, clean=difference.patch is None)
+
+    async def _create_checked(self, ws: WebServer, child: _Child, desired: KubeObject) -> KubeObject | None:
+        """Create the child; a second create within ``RECREATE_WINDOW`` also reads the owner (``reconcile.recreates``).
+
+        The read goes beside the create, not before it: the usual reason for a quick re-create is someone deleting a
+        brand-new child, and the repair should not wait a round trip for a check that passes. When the check fails
+        (the cached WebServer is gone or replaced on the API server), the child just created is owned by a uid that
+        no longer exists and the garbage collector removes it; ``OwnerBehind`` is raised, and from then on, until a
+        check passes, the owner is read before any create of its children. So a stale cache costs at most one more
+        short-lived child, and never a loop of them.
+        """
+        key = (ws.namespace, ws.name)
+        if not self._creates.again_soon((ws.namespace, ws.name, child.kind), ws.uid):
+            return await self._create(ws, child, desired)
+        if self._owner_behind.get(key) == ws.uid:
+            await self._confirm_owner(ws, child)
+            self._owner_behind.pop(key, None)
+            return await self._create(ws, child, desired)
+        created, confirmed = await asyncio.gather(
+            self._create(ws, child, desired), self._confirm_owner(ws, child), return_exceptions=True
+        )
+        if isinstance(confirmed, OwnerBehind):
+            self._owner_behind[key] = ws.uid
+            raise confirmed
+        if isinstance(confirmed, BaseException):
+            raise confirmed
+        if isinstance(created, BaseException):
+            raise created
+        return created
 
     async def _create(self, ws: WebServer, child: _Child, desired: KubeObject) -> KubeObject | None:
         """Create the child; None when it already exists (the caller reads and checks it)."""

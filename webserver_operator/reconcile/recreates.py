@@ -6,7 +6,9 @@ restart), the cached copy still carries the old uid. A child created from it is 
 collector deletes it, the delete queues the WebServer again, and the same stale copy creates it again: under chaos,
 32 Deployments in 7 s until the relist. Controller-runtime has the same loop; the cure is cheap because it needs one
 read only when a child is created a second time for the same uid within ``RECREATE_WINDOW``, which a healthy cluster
-only sees when someone deletes a brand-new child.
+only sees when someone deletes a brand-new child. That read goes beside the create, so such a repair does not wait
+for it; once a read finds the cache behind, the owner is read before each create until it catches up
+(``WebServerReconciler._create_checked``).
 
 Pure: ``RecentCreates`` keeps the time of each child's last create per owner uid, on the reconciler's clock, and
 forgets entries older than the window as new ones arrive. Used by ``reconcile.reconciler``.

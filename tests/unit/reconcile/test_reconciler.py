@@ -807,7 +807,9 @@ async def test_children_the_garbage_collector_removes_for_a_stale_owner_are_not_
     A child created from that copy carries the old uid as its owner, so the garbage collector deletes it, and the
     delete queues the WebServer again. Created again from the same stale copy each time, that was a loop of creates
     and deletes until the relist (32 Deployments in 7 s under chaos). A second create of the same child for the same
-    uid within seconds is checked against the API server's WebServer first; the cache being behind is a requeue.
+    uid within seconds reads the API server's WebServer beside the create; once that read finds the cache behind (a
+    requeue), the owner is read before any further create. So the stale copy costs one more child of each kind, not
+    a loop of them.
     """
     api = with_world()
     old = api.get(WS_PATH)
@@ -832,12 +834,16 @@ async def test_children_the_garbage_collector_removes_for_a_stale_owner_are_not_
     }
     assert owners == {old["metadata"]["uid"]}
 
-    for _ in range(3):  # the garbage collector deletes them; each delete queues the WebServer again
+    created: list[tuple[bool, bool]] = []
+    for _ in range(4):  # the garbage collector deletes them; each delete queues the WebServer again
         api.collections[DEPLOYMENTS.path(namespace=NS)].pop(NAME, None)
         api.collections[SERVICES.path(namespace=NS)].pop(NAME, None)
         with pytest.raises(Conflict):
             await rec.reconcile(KEY)
-        assert (api.get(DEP_PATH), api.get(SVC_PATH)) == (None, None)
+        created.append((api.get(DEP_PATH) is not None, api.get(SVC_PATH) is not None))
+    assert created == [(True, True), (False, False), (False, False), (False, False)], (
+        "created once more beside the read that found the cache behind, then not until the cache caught up"
+    )
 
     rec._caches = Caches(  # the relist: the cache has the new WebServer
         webservers=LiveCache(api, WEBSERVERS.path(namespace=NS)),
@@ -864,6 +870,25 @@ async def test_a_child_deleted_again_right_after_its_create_is_created_again_whe
         assert api.get(DEP_PATH) is not None
     gets = [call for call in api.calls if call.method == "GET" and call.path == WS_PATH]
     assert len(gets) == 2, "one WebServer read per quick recreate, none on the first create"
+    posts = [call.path for call in api.calls if call.method == "POST" and call.path.endswith("/deployments")]
+    assert len(posts) == 3, "each quick recreate went out beside its read, not after a refusal"
+
+
+async def test_a_quick_recreate_does_not_wait_for_the_read_of_its_owner() -> None:
+    """The repair of a brand-new child someone deleted goes out at once; the owner check runs beside it."""
+    api = with_world()
+    rec = reconciler(api)
+    await rec.reconcile(KEY)
+    api.collections[DEPLOYMENTS.path(namespace=NS)].pop(NAME)
+    api.gates[WS_PATH] = asyncio.Event()  # the read of the WebServer hangs
+    repair = asyncio.create_task(rec.reconcile(KEY))
+    for _ in range(50):
+        await asyncio.sleep(0)
+    assert api.get(DEP_PATH) is not None, "the Deployment was created while the owner read was still waiting"
+    assert not repair.done()
+    api.gates[WS_PATH].set()
+    await repair
+    assert ready(api)["status"] in ("True", "False")
 
 
 #: What kube-controller-manager writes to a new one-replica Deployment's status, in order (recorded on the local
