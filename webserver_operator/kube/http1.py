@@ -138,57 +138,56 @@ class ResponseParser:
         return self._state == _HEAD and not self._buffer
 
     def feed(self, data: bytes) -> None:
-        buffer = self._buffer + data if self._buffer else data
-        self._buffer = b""
-        while buffer:
+        """Parse ``data``, the next bytes of the connection.
+
+        Positions move through one buffer instead of slicing off what is left after each piece: a read carrying
+        many watch events would otherwise copy its remainder once per event.
+        """
+        if self._buffer:
+            data, self._buffer = self._buffer + data, b""
+        pos, end = 0, len(data)
+        while pos < end:
             state = self._state
-            if state == _LENGTH:
-                if len(buffer) < self._remaining:
-                    self._remaining -= len(buffer)
-                    self._on_body(buffer)
+            if state in (_LENGTH, _CHUNK_DATA):
+                take = min(self._remaining, end - pos)
+                self._on_body(data if take == end else data[pos : pos + take])
+                pos += take
+                self._remaining -= take
+                if self._remaining:
                     return
-                body, buffer = buffer[: self._remaining], buffer[self._remaining :]
-                if body:
-                    self._on_body(body)
-                self._finish()
-            elif state == _CHUNK_DATA:
-                if len(buffer) < self._remaining:
-                    self._remaining -= len(buffer)
-                    self._on_body(buffer)
-                    return
-                self._on_body(buffer[: self._remaining])
-                buffer = buffer[self._remaining :]
-                self._state = _CHUNK_END
+                if state == _LENGTH:
+                    self._finish()
+                else:
+                    self._state = _CHUNK_END
             elif state == _UNTIL_CLOSE:
-                self._on_body(buffer)
+                self._on_body(data[pos:] if pos else data)
                 return
             elif state == _DONE:
-                raise ProtocolError(f"{len(buffer)} bytes after the end of an answer that closes the connection")
+                raise ProtocolError(f"{end - pos} bytes after the end of an answer that closes the connection")
             else:
-                rest = self._line_state(buffer)
-                if rest is None:
+                after = self._line_state(data, pos)
+                if after < 0:
+                    self._buffer = data[pos:]
                     return
-                buffer = rest
+                pos = after
 
-    def _line_state(self, buffer: bytes) -> bytes | None:
-        """Handle the states that need a whole line (or head) first; ``None`` when it has not arrived yet."""
+    def _line_state(self, data: bytes, pos: int) -> int:
+        """Handle a state that needs a whole line (or head) first: where parsing goes on, -1 when it has not arrived."""
         state = self._state
         if state == _HEAD:
-            end = buffer.find(b"\r\n\r\n")
+            end = data.find(b"\r\n\r\n", pos)
             if end < 0:
-                if len(buffer) > MAX_HEAD:
+                if len(data) - pos > MAX_HEAD:
                     raise ProtocolError(f"answer head longer than {MAX_HEAD} bytes")
-                self._buffer = buffer
-                return None
-            self._start(_parse_head(buffer[:end]))
-            return buffer[end + 4 :]
-        end = buffer.find(b"\r\n")
+                return -1
+            self._start(_parse_head(data[pos:end]))
+            return end + 4
+        end = data.find(b"\r\n", pos)
         if end < 0:
-            if len(buffer) > _CHUNK_SIZE_LINE_MAX:
+            if len(data) - pos > _CHUNK_SIZE_LINE_MAX:
                 raise ProtocolError("chunk size line too long")
-            self._buffer = buffer
-            return None
-        line, rest = buffer[:end], buffer[end + 2 :]
+            return -1
+        line = data[pos:end]
         if state == _CHUNK_SIZE:
             size_text = line.split(b";", 1)[0].strip()
             try:
@@ -207,7 +206,7 @@ class ResponseParser:
             self._state = _CHUNK_SIZE
         elif not line:  # _TRAILER: the empty line ends the chunked body
             self._finish()
-        return rest
+        return end + 2
 
     def _start(self, head: ResponseHead) -> None:
         if 100 <= head.status < 200:
