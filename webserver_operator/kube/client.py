@@ -369,7 +369,7 @@ class KubeClient:
         started = time.monotonic()
         connection: Connection | None = None
         try:
-            connection = pool.acquire_idle() or await pool.acquire()
+            connection = await pool.acquire()
             check = self._may_write
             if check is not None and method in _GATED_METHODS and (why := check(path)) is not None:
                 raise WritesStopped(method=method, path=path, why=why)

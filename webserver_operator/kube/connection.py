@@ -59,16 +59,16 @@ class ProxyError(ConnectionError):
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where requests go: the API server's URL parts, its TLS settings and the proxy, if any."""
+    """Where requests go: the API server's host and port, its TLS settings (``None``: plain HTTP) and the proxy."""
 
-    scheme: str
     host: str
     port: int
     #: ``host[:port]`` as in the URL: the ``Host`` header and the ``CONNECT`` target.
     authority: str
     tls: ssl.SSLContext | None
     server_hostname: str | None = None
-    proxy: str | None = None
+    #: The proxy's host and port, if any.
+    proxy: tuple[str, int] | None = None
     proxy_headers: tuple[tuple[str, str], ...] = ()
 
     @classmethod
@@ -87,6 +87,7 @@ class Endpoint:
             raise ValueError(f"the API server URL {url!r} is not http(s)://host[:port]: check the kubeconfig's server")
         port = parts.port or (443 if parts.scheme == "https" else 80)
         headers = dict(proxy_headers or {})
+        proxy_address: tuple[str, int] | None = None
         if proxy:
             proxy_parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
             if proxy_parts.scheme != "http" or not proxy_parts.hostname:
@@ -97,15 +98,14 @@ class Endpoint:
             if proxy_parts.username is not None and "Proxy-Authorization" not in headers:
                 credentials = f"{unquote(proxy_parts.username)}:{unquote(proxy_parts.password or '')}"
                 headers["Proxy-Authorization"] = "Basic " + base64.b64encode(credentials.encode()).decode()
-            proxy = f"{proxy_parts.hostname}:{proxy_parts.port or 80}"
+            proxy_address = (proxy_parts.hostname, proxy_parts.port or 80)
         return cls(
-            scheme=parts.scheme,
             host=parts.hostname,
             port=port,
             authority=parts.netloc.rpartition("@")[2],
             tls=tls if parts.scheme == "https" else None,
             server_hostname=server_hostname if parts.scheme == "https" else None,
-            proxy=proxy,
+            proxy=proxy_address,
             proxy_headers=tuple(headers.items()),
         )
 
@@ -302,6 +302,11 @@ class Connection(asyncio.Protocol):
             self._transport.close()
 
 
+def _expired(connection: Connection, now: float) -> bool:
+    """Whether an idle connection went unused for ``KEEPALIVE_SECONDS`` (closed rather than reused)."""
+    return now - connection.idle_since >= KEEPALIVE_SECONDS
+
+
 class ConnectionPool:
     """Keep-alive connections to one ``Endpoint``, at most ``limit`` at once (0: no cap)."""
 
@@ -340,7 +345,7 @@ class ConnectionPool:
         now = asyncio.get_running_loop().time()
         while idle:
             connection = idle.pop()
-            if not connection.closed and now - connection.idle_since < KEEPALIVE_SECONDS:
+            if not connection.closed and not _expired(connection, now):
                 return connection
             connection.close()
             self._forget(connection)
@@ -402,8 +407,8 @@ class ConnectionPool:
         endpoint = self._endpoint
         assert endpoint.proxy is not None
         loop = asyncio.get_running_loop()
-        host, _, port = endpoint.proxy.rpartition(":")
-        transport, connection = await loop.create_connection(factory, host.strip("[]"), int(port))
+        host, port = endpoint.proxy
+        transport, connection = await loop.create_connection(factory, host, port)
         if endpoint.tls is None:
             return connection  # plain HTTP: absolute-form requests to the proxy, which carry its headers
         try:
@@ -413,7 +418,7 @@ class ConnectionPool:
             )
             if not 200 <= head.status < 300:
                 raise ProxyError(
-                    f"the proxy {endpoint.proxy} refused the tunnel to {endpoint.authority}: {head.status} "
+                    f"the proxy {host}:{port} refused the tunnel to {endpoint.authority}: {head.status} "
                     f"{head.reason} (check HTTPS_PROXY/NO_PROXY or the kubeconfig's proxy-url)"
                 )
             connection.tunnel_established()
@@ -440,7 +445,7 @@ class ConnectionPool:
         connection.idle_since = now
         idle = self._idle
         idle.append(connection)
-        while now - idle[0].idle_since >= KEEPALIVE_SECONDS:  # the oldest first: close what a burst left unused
+        while _expired(idle[0], now):  # the oldest first: close what a burst left unused
             stale = idle.pop(0)
             stale.close()
             self._forget(stale)

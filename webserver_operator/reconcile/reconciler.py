@@ -357,10 +357,9 @@ class WebServerReconciler:
         created, confirmed = await asyncio.gather(
             self._create(ws, child, desired), self._confirm_owner(ws, child), return_exceptions=True
         )
-        if isinstance(confirmed, OwnerBehind):
-            self._owner_behind[key] = ws.uid
-            raise confirmed
         if isinstance(confirmed, BaseException):
+            if isinstance(confirmed, OwnerBehind):
+                self._owner_behind[key] = ws.uid
             raise confirmed
         if isinstance(created, BaseException):
             raise created
