@@ -17,7 +17,12 @@ Why these semantics: they are what makes a level-triggered controller correct wi
   status (an owned Deployment's availability changed): they go ahead of the echoes of the operator's own writes and
   of rollout progress that otherwise fill the normal queue during a bulk create.
 * **Delayed adds** (``add_after``): kept in a timer heap, one entry per key, the soonest wins. When an entry comes due
-  it goes through ``add``, so it collapses into a queued or in-flight copy of the key instead of duplicating it.
+  it goes through ``add``, so it collapses into a queued or in-flight copy of the key instead of duplicating it. A key
+  handed out by ``get`` loses its pending delayed add, as in controller-runtime's priority queue (one item per key: an
+  add without delay makes a waiting item ready): the run that starts reads the latest state and asks for its own
+  delayed add if it still needs one. Without this, a key woken by an event before its delay ran once more for
+  nothing when the delay came due (a held-back status detail superseded by the Ready write: one reconcile in four
+  of a bulk create).
 * **Per-key exponential backoff** (``add_rate_limited``/``forget``): client-go's ``ItemExponentialFailureRateLimiter``
   (base 5 ms, doubling, capped at 5 min, no jitter), computed by ``core.backoff.BackoffPolicy`` with one attempt
   count per key. A server's ``Retry-After`` (``at_least``) is honoured up to the same cap. ``forget`` resets it
@@ -241,6 +246,7 @@ class WorkQueue(Generic[K]):
             if key is not None:
                 self._queued.discard(key)
                 self._rank.pop(key, None)
+                self._waiting.pop(key, None)  # this run decides again; its heap entry is now skipped
                 self._m_depth.set(len(self._queued))
                 now = self._clock()
                 self._processing.add(key)

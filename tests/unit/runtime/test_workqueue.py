@@ -148,6 +148,50 @@ async def test_earliest_add_after_wins() -> None:
     assert len(q) == 1, "the superseded later add must not fire a second time"
 
 
+async def test_an_immediate_add_supersedes_a_pending_delayed_add_of_the_same_key() -> None:
+    """One entry per key, as in controller-runtime's priority queue: queued now is sooner than any delay.
+
+    A reconcile that asked to look again later (a held-back status detail, a problem's recheck) and is then woken by
+    an event decides again in that run: the old delayed add must not run it a second time for nothing.
+    """
+    clock = ManualClock(1000.0)
+    q: WorkQueue[Key] = WorkQueue(name="wq-after-superseded", clock=clock)
+    q.add_after(A, 2.0)
+    q.add(A, urgent=True)
+    assert await q.get() == A
+    q.done(A)
+    clock.advance(5.0)
+    q.flush_due()
+    assert len(q) == 0, "the delayed add was superseded by the immediate one"
+
+
+async def test_a_key_re_queued_on_done_supersedes_the_delayed_add_its_reconcile_asked_for() -> None:
+    clock = ManualClock(1000.0)
+    q: WorkQueue[Key] = WorkQueue(name="wq-after-dirty", clock=clock)
+    q.add(A)
+    assert await q.get() == A
+    q.add(A)  # an event while the reconcile runs
+    q.add_after(A, 2.0)  # the reconcile's result
+    q.done(A)
+    assert await q.get() == A, "the event's change is reconciled at once"
+    q.done(A)
+    clock.advance(5.0)
+    q.flush_due()
+    assert len(q) == 0, "the run after the event decides again; the earlier run's delayed add is void"
+
+
+async def test_a_delayed_add_for_a_waiting_key_that_is_not_running_is_dropped() -> None:
+    clock = ManualClock(1000.0)
+    q: WorkQueue[Key] = WorkQueue(name="wq-after-waiting", clock=clock)
+    q.add(A)
+    q.add_after(A, 2.0)
+    assert await q.get() == A
+    q.done(A)
+    clock.advance(5.0)
+    q.flush_due()
+    assert len(q) == 0, "A was queued already: its next run comes sooner than the delay"
+
+
 async def test_add_after_fires_on_the_real_loop_timer() -> None:
     q: WorkQueue[Key] = WorkQueue(name="wq-after-timer")
     q.add_after(A, 0.02)
