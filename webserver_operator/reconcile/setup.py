@@ -109,6 +109,7 @@ def setup_webserver_controller(cache: SharedCache, *, api: ApiRequests, settings
     def bookkeeping(event_type: EventType, obj: KubeObject, _old: KubeObject | None) -> None:
         if event_type == "DELETED":
             recorder.forget(str((obj.get("metadata") or {}).get("uid", "")))
+        reconciler.webserver_cached(obj)
         metrics.MANAGED_WEBSERVERS.set(len(webservers))
         publish_ready(event_type, obj)
 

@@ -1,12 +1,18 @@
-"""The bookkeeping declared next to the reconciler: the per-WebServer readiness gauge, as cert-manager's."""
+"""The bookkeeping declared next to the reconciler: the per-WebServer readiness gauge (as cert-manager's) and the
+memory of the last status writes."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from tests.support import factories
+from tests.support.fake_api import FakeApi
 from webserver_operator import metrics
-from webserver_operator.reconcile.setup import publish_ready
+from webserver_operator.api.models import WEBSERVERS
+from webserver_operator.core.settings import ControllerSettings, WatchSettings
+from webserver_operator.reconcile.reconciler import WebServerReconciler
+from webserver_operator.reconcile.setup import publish_ready, setup_webserver_controller
+from webserver_operator.runtime.cache import InformerCache
 
 
 def sample(name: str, condition: str) -> float | None:
@@ -42,3 +48,30 @@ def test_a_webserver_deleted_and_created_again_gets_its_series_back() -> None:
     publish_ready("DELETED", webserver("gauge-c", "True"))
     publish_ready("ADDED", webserver("gauge-c", "True"))
     assert (sample("gauge-c", "True"), sample("gauge-c", "False"), sample("gauge-c", "Unknown")) == (1, 0, 0)
+
+
+async def test_a_status_write_is_not_kept_once_the_webserver_informer_has_it() -> None:
+    """The reconciler keeps its last status write only until the cache has caught up (memory: one object per WebServer).
+
+    Wired as the operator wires it (``setup_webserver_controller`` on an informer cache): the reconcile writes the
+    status while the cache still holds the version before it; the watch then delivers the written version, and no copy
+    is left, although no reconcile runs for the WebServer again (a converged one, after its Ready write).
+    """
+    api = FakeApi()
+    cache = InformerCache(api, WatchSettings())
+    controller = setup_webserver_controller(cache, api=api, settings=ControllerSettings())
+    reconciler = controller.reconciler
+    assert isinstance(reconciler, WebServerReconciler)
+    webservers = cache.group(WEBSERVERS).informers[0]
+    stored = api.put(WEBSERVERS.path(namespace="ns"), factories.webserver("kept", namespace="ns"))
+    webservers.store.upsert(stored)  # what the informer does with a watch event: the store, then the handlers
+    webservers.on_event("ADDED", stored, None)
+
+    await reconciler.reconcile(("ns", "kept"))
+    written = api.get(WEBSERVERS.path(namespace="ns", name="kept"))
+    assert written is not None and written.get("status"), "the reconcile wrote the status"
+    assert reconciler.remembered_status_writes() == 1, "kept while the cache shows the version the write replaced"
+
+    webservers.store.upsert(written)
+    webservers.on_event("MODIFIED", written, stored)
+    assert reconciler.remembered_status_writes() == 0
