@@ -4,7 +4,7 @@
 - Owns(Deployment, Service): only the children the operator labelled (``CHILD_LABEL_SELECTOR``), each waking the
   WebServer that controls it, or, for an orphan, the one its instance label names (so it can be adopted). A
   Deployment whose availability changed wakes it at urgent priority (``reconcile.urgency``): that is what a user
-  waits to see in the status.
+  waits to see in the status; one whose rollout only progressed wakes it after ``PROGRESS_DETAIL_INTERVAL``.
 - Watches(Service deleted): a deleted Service frees a nodePort, so WebServers waiting on a problem look again now
   instead of at their next slow requeue.
 - Filters (``reconcile.triggers``): the echo of the reconciler's own write (a child it created or repaired, a status
@@ -31,7 +31,7 @@ from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.reconciler import Caches, WebServerReconciler
 from webserver_operator.reconcile.status import READY
 from webserver_operator.reconcile.triggers import OwnWrites, child_change_matters
-from webserver_operator.reconcile.urgency import availability_changed
+from webserver_operator.reconcile.urgency import availability_changed, progress_wait
 from webserver_operator.runtime.builder import ControllerBuilder
 from webserver_operator.runtime.cache import SharedCache
 from webserver_operator.runtime.controller import Controller
@@ -128,6 +128,7 @@ def setup_webserver_controller(cache: SharedCache, *, api: ApiRequests, settings
             orphans=orphan_of,
             when=child_event_matters(reconciler.own_writes, DEPLOYMENTS.kind),
             urgent=availability_changed,
+            defer=progress_wait,
         )
         .owns(
             SERVICES,

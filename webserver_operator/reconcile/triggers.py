@@ -73,6 +73,11 @@ def child_change_matters(event_type: EventType, obj: KubeObject, old: KubeObject
 
 
 def _reads(child: KubeObject) -> tuple[Any, ...]:
+    return (*identity_and_spec(child), child_status_reads(child))
+
+
+def identity_and_spec(child: KubeObject) -> tuple[Any, ...]:
+    """What the reconciler reads of a child apart from its status: a change here is a drift, an owner or a deletion."""
     meta = child.get("metadata") or {}
     return (
         meta.get("uid"),
@@ -81,5 +86,4 @@ def _reads(child: KubeObject) -> tuple[Any, ...]:
         meta.get("ownerReferences"),
         meta.get("deletionTimestamp"),
         child.get("spec"),
-        child_status_reads(child),
     )

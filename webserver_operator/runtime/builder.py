@@ -22,6 +22,7 @@ from webserver_operator.core.vocabulary import EventHandler, EventType, KubeObje
 from webserver_operator.runtime.cache import CacheGroup, SharedCache
 from webserver_operator.runtime.controller import Controller
 from webserver_operator.runtime.enqueue import (
+    Deferral,
     EventFilter,
     KeyMapper,
     OrphanRule,
@@ -40,6 +41,7 @@ class _Watch:
     keys: KeyMapper
     when: EventFilter | None = None
     urgent: Urgency | None = None
+    defer: Deferral | None = None
 
 
 class ControllerBuilder:
@@ -72,19 +74,21 @@ class ControllerBuilder:
         orphans: OrphanRule | None = None,
         when: EventFilter | None = None,
         urgent: Urgency | None = None,
+        defer: Deferral | None = None,
     ) -> Self:
         """Children: each event asks for the key of the primary object that controls it (``EnqueueRequestForOwner``).
 
         ``orphans`` names the owner of a child without a controller reference (to adopt it); None: nobody.
         ``when``: only the events it passes (None: all).
         ``urgent``: which changes of a child go to the queue at urgent priority (None: none).
+        ``defer``: how long the other changes of a child may wait before they are looked at (None: none waits).
         """
         if self._primary is None:
             raise ValueError("declare the reconciled resource with for_() before owns()")
         mapper = keys_for_owner(
             owner_kind=self._primary.kind, owner_api_version=self._primary.api_version, orphans=orphans
         )
-        self._watches.append(_Watch(resource, label_selector, mapper, when, urgent))
+        self._watches.append(_Watch(resource, label_selector, mapper, when, urgent, defer))
         return self
 
     def watches(
@@ -110,27 +114,32 @@ class ControllerBuilder:
         )
         for watch in self._watches:
             group = self._cache.group(watch.resource, label_selector=watch.label_selector)
-            group.add_handler(_enqueue(controller, watch.keys, watch.when, watch.urgent))
+            group.add_handler(_enqueue(controller, watch))
         return controller
 
 
-def _enqueue(controller: Controller, keys: KeyMapper, when: EventFilter | None, urgent: Urgency | None) -> EventHandler:
-    """Queue the keys of each event ``when`` passes: ADDED events at low priority, the changes ``urgent`` names first.
+def _enqueue(controller: Controller, watch: _Watch) -> EventHandler:
+    """Queue the keys of each event ``watch.when`` passes, ADDED at low priority, ``urgent`` first, ``defer`` later.
 
     An ADDED event is a new object (its first reconcile can wait behind changes to objects that exist), our own create
     seen by a child informer (the reconcile that made it already wrote the status), or the list after a start or a
     relist. MODIFIED and DELETED are changes to something that exists: a Deployment becoming available, a deleted or
     edited child, a spec change. Those are what users wait for, at normal priority; of those, a change ``urgent``
     says a user is watching for (a Deployment's availability) goes ahead of the others, which during a bulk create
-    are mostly echoes of the operator's own writes and rollout progress.
+    are mostly echoes of the operator's own writes and rollout progress. A change ``defer`` gives a delay (rollout
+    progress, which the status shows at most every few seconds) is queued once the delay has passed, so the several
+    steps of one rollout make one reconcile, or none when the key runs earlier for another reason.
     """
+    keys, when, urgent, defer = watch.keys, watch.when, watch.urgent, watch.defer
 
     def handle(event_type: EventType, obj: KubeObject, old: KubeObject | None) -> None:
         if when is not None and not when(event_type, obj, old):
             return
         low = event_type == "ADDED"
-        first = urgent is not None and event_type == "MODIFIED" and old is not None and urgent(obj, old)
+        changed = old if event_type == "MODIFIED" else None
+        first = urgent is not None and changed is not None and urgent(obj, changed)
+        after = defer(obj, changed) if defer is not None and changed is not None and not first else None
         for key in keys(event_type, obj, old):
-            controller.enqueue(key, low_priority=low, urgent=first)
+            controller.enqueue(key, low_priority=low, urgent=first, after=after or 0.0)
 
     return handle

@@ -90,13 +90,18 @@ class Controller:
         """True from the start of ``run`` until it returns; keys are only taken while running."""
         return self._running
 
-    def enqueue(self, key: ObjectKey, *, low_priority: bool = False, urgent: bool = False) -> None:
+    def enqueue(self, key: ObjectKey, *, low_priority: bool = False, urgent: bool = False, after: float = 0.0) -> None:
         """Ask for ``key`` to be reconciled; ignored until the controller runs (``run`` enqueues everything).
 
-        ``low_priority``: after every normal key; ``urgent``: before them (see ``WorkQueue``). A key the queue does
-        not admit is ignored too.
+        ``low_priority``: after every normal key; ``urgent``: before them (see ``WorkQueue``); ``after``: at normal
+        priority once that many seconds have passed (``WorkQueue.add_after``). A key the queue does not admit is
+        ignored too.
         """
-        if self._running:
+        if not self._running:
+            return
+        if after > 0:
+            self.queue.add_after(key, after)
+        else:
             self.queue.add(key, low_priority=low_priority, urgent=urgent)
 
     async def release(self, belongs: Callable[[ObjectKey], bool], *, drain_timeout: float) -> bool:

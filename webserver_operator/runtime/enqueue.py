@@ -14,6 +14,10 @@ adopt it. A child controlled by someone else never wakes us that way. Nothing he
 
 An ``Urgency`` says whether an event is one a user is waiting to see the result of (an owned Deployment became
 available): its keys go to the queue at urgent priority, ahead of the rest. It is asked only for MODIFIED events.
+A ``Deferral`` says how long a change may wait before it is looked at (a rollout's progress, which the status shows at
+most every few seconds anyway): its keys are added after that delay, so several such changes make one reconcile, and
+any other event for the key (or an urgent one) runs it at once and voids the delay (``WorkQueue.get``). It is asked
+only for MODIFIED events that are not urgent.
 
 An ``EventFilter`` (controller-runtime's predicate) says whether an event is worth a reconcile at all: the reconciler
 declares which events cannot change what it would do (the echo of its own write, a change to fields it never reads)
@@ -30,6 +34,8 @@ from webserver_operator.core.vocabulary import EventType, KubeObject, ObjectKey,
 KeyMapper = Callable[[EventType, KubeObject, KubeObject | None], Iterable[ObjectKey]]
 #: ``(obj, old) -> whether a change from ``old`` to ``obj`` is one a user waits for``; must not block either.
 Urgency = Callable[[KubeObject, KubeObject], bool]
+#: ``(obj, old) -> seconds a change from ``old`` to ``obj`` may wait, or None to queue it now``; must not block.
+Deferral = Callable[[KubeObject, KubeObject], float | None]
 #: ``(type, obj, old) -> whether the event may change what the reconciler does``; must not block either.
 EventFilter = Callable[[EventType, KubeObject, KubeObject | None], bool]
 #: ``obj -> name of the owner an object without a controller reference belongs to``, or None.

@@ -1,10 +1,12 @@
-"""Which Deployment changes are reconciled ahead of the rest: those that change what the Ready condition says."""
+"""Which Deployment changes are reconciled ahead of the rest (those that change what the Ready condition says), and
+which may wait (rollout progress only)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from webserver_operator.reconcile.urgency import availability_changed
+from webserver_operator.reconcile.status import PROGRESS_DETAIL_INTERVAL
+from webserver_operator.reconcile.urgency import availability_changed, progress_wait
 
 
 def _deployment(
@@ -68,3 +70,28 @@ def test_a_change_the_status_does_not_read_is_not_urgent() -> None:
     before = _deployment(available=1, conditions={"Available": ("True", "MinimumReplicasAvailable")})
     after = {**before, "metadata": {**before["metadata"], "annotations": {"kubectl.kubernetes.io/restartedAt": "x"}}}
     assert not availability_changed(after, before)
+
+
+def test_rollout_progress_waits_the_status_detail_interval_and_nothing_else_does() -> None:
+    created = {"metadata": {"name": "web", "generation": 1}, "spec": {"replicas": 1}}
+    observed = _deployment(replicas=0, updated=0, conditions={"Progressing": ("True", "NewReplicaSetCreated")})
+    pod_running = _deployment(
+        conditions={"Progressing": ("True", "ReplicaSetUpdated"), "Available": ("False", "MinimumReplicasUnavailable")}
+    )
+    available = _deployment(available=1, conditions={"Available": ("True", "MinimumReplicasAvailable")})
+    assert progress_wait(observed, created) == PROGRESS_DETAIL_INTERVAL
+    assert progress_wait(pod_running, observed) == PROGRESS_DETAIL_INTERVAL
+    assert progress_wait(available, pod_running) is None, "availability is urgent, it never waits"
+
+    def changed(**meta: Any) -> dict[str, Any]:
+        edited = _deployment(conditions={"Progressing": ("True", "ReplicaSetUpdated")})
+        edited["metadata"].update(meta)
+        return edited
+
+    before = _deployment(conditions={"Progressing": ("True", "ReplicaSetUpdated")})
+    scaled = {**before, "spec": {"replicas": 0}}
+    assert progress_wait(scaled, before) is None, "a spec drift is repaired at once"
+    assert progress_wait(changed(generation=2), before) is None
+    assert progress_wait(changed(labels={"app": "other"}), before) is None
+    assert progress_wait(changed(ownerReferences=[]), before) is None
+    assert progress_wait(changed(deletionTimestamp="2026-11-27T00:00:00Z"), before) is None

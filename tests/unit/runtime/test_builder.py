@@ -133,6 +133,43 @@ async def test_a_change_owns_calls_urgent_goes_ahead_of_the_other_changes() -> N
     assert [name for _, name in keys] == ["available", "echo", "progress", "new"]
 
 
+async def test_a_change_owns_defers_waits_its_delay_and_any_other_event_for_the_key_runs_it_at_once() -> None:
+    """Rollout progress waits; several steps of one rollout make one reconcile, and none when the key ran meanwhile."""
+    cache = InformerCache(FakeApi(), WatchSettings())
+    reconciler = _Recorder()
+
+    def became_available(obj: dict[str, Any], old: dict[str, Any]) -> bool:
+        return bool(obj.get("available")) and not old.get("available")
+
+    def progress(obj: dict[str, Any], old: dict[str, Any]) -> float | None:
+        return 0.2 if obj.get("step") != old.get("step") else None
+
+    controller = (
+        ControllerBuilder("builder-defer", cache, ControllerSettings(workers=1))
+        .for_(WEBSERVERS)
+        .owns(DEPLOYMENTS, label_selector=SELECTOR, urgent=became_available, defer=progress)
+        .complete(reconciler)
+    )
+    task = asyncio.create_task(controller.run())
+    await asyncio.sleep(0)
+    deployments = cache.group(DEPLOYMENTS, label_selector=SELECTOR).informers[0]
+
+    def step(name: str, number: int, *, available: bool = False) -> dict[str, Any]:
+        return {**_obj(name, owner=name), "step": number, "available": available}
+
+    for number in (1, 2, 3):  # three steps of one rollout
+        deployments.on_event("MODIFIED", step("slow", number), step("slow", number - 1))
+    deployments.on_event("MODIFIED", step("quick", 1), step("quick", 0))
+    deployments.on_event("MODIFIED", step("quick", 2, available=True), step("quick", 1))  # available: at once
+    deployments.on_event("MODIFIED", {**_obj("drift", owner="drift"), "spec": 1}, _obj("drift", owner="drift"))
+    await asyncio.sleep(0.05)
+    assert reconciler.keys == [("ns", "quick"), ("ns", "drift")], "nothing deferred has run before its delay"
+    await asyncio.sleep(0.4)
+    keys = await _reconciled(controller, reconciler, 3)
+    await task
+    assert keys == [("ns", "quick"), ("ns", "drift"), ("ns", "slow")], "three steps, one reconcile; quick's delay void"
+
+
 def test_owns_needs_for_first() -> None:
     builder = ControllerBuilder("builder-order", InformerCache(FakeApi(), WatchSettings()), ControllerSettings())
     with pytest.raises(ValueError, match="for_"):
