@@ -94,8 +94,12 @@ class Fleet:
         ``listed`` state), so reading it before /readyz leaves no window where a shard is held but not yet asked for.
         """
         text = replica.metrics_text()
-        started = {s for s in range(SHARDS) if metric_value(text, "webserver_operator_shard_held", {"shard": str(s)})}
-        return started == self.held_by(replica) and replica.probe("/readyz")[0] == 200
+        return held_series(text) == self.held_by(replica) and replica.probe("/readyz")[0] == 200
+
+
+def held_series(text: str) -> set[int]:
+    """The shards whose ``webserver_operator_shard_held`` series is 1 in a replica's /metrics."""
+    return {s for s in range(SHARDS) if metric_value(text, "webserver_operator_shard_held", {"shard": str(s)})}
 
 
 def cached(text: str, resource: str) -> dict[int, int]:
@@ -203,8 +207,7 @@ def test_three_replicas_split_six_shards_cache_only_their_own_and_take_over_a_ki
     for replica in fleet.replicas:
         text = replica.metrics_text()
         mine = fleet.held_by(replica)
-        held = {s for s in range(SHARDS) if metric_value(text, "webserver_operator_shard_held", {"shard": str(s)})}
-        assert held == mine, "shard_held agrees with the Leases"
+        assert held_series(text) == mine, "shard_held agrees with the Leases"
         client_side = metric_value(text, "webserver_operator_shard_filter_client_side", {"resource": "deployments"})
         dropped = metric_value(text, "webserver_operator_shard_filter_dropped_total", {"resource": "deployments"})
         if path == "server":

@@ -48,6 +48,13 @@ async def test_key_added_while_processing_is_requeued_on_done() -> None:
     assert len(q) == 0
 
 
+def nothing_comes_due(q: WorkQueue[Key], clock: ManualClock, why: str) -> None:
+    """No delayed key is queued, however long ``clock`` runs on (a superseded delayed add never fires)."""
+    clock.advance(5.0)
+    q.flush_due()
+    assert len(q) == 0, why
+
+
 def comes_due_after(q: WorkQueue[Key], clock: ManualClock, seconds: float) -> None:
     """One more delayed key is queued exactly ``seconds`` from now on ``clock``, not a moment before."""
     before = len(q)
@@ -160,9 +167,7 @@ async def test_an_immediate_add_supersedes_a_pending_delayed_add_of_the_same_key
     q.add(A, urgent=True)
     assert await q.get() == A
     q.done(A)
-    clock.advance(5.0)
-    q.flush_due()
-    assert len(q) == 0, "the delayed add was superseded by the immediate one"
+    nothing_comes_due(q, clock, "the delayed add was superseded by the immediate one")
 
 
 async def test_a_key_re_queued_on_done_supersedes_the_delayed_add_its_reconcile_asked_for() -> None:
@@ -175,9 +180,7 @@ async def test_a_key_re_queued_on_done_supersedes_the_delayed_add_its_reconcile_
     q.done(A)
     assert await q.get() == A, "the event's change is reconciled at once"
     q.done(A)
-    clock.advance(5.0)
-    q.flush_due()
-    assert len(q) == 0, "the run after the event decides again; the earlier run's delayed add is void"
+    nothing_comes_due(q, clock, "the run after the event decides again; the earlier run's delayed add is void")
 
 
 async def test_a_delayed_add_for_a_waiting_key_that_is_not_running_is_dropped() -> None:
@@ -187,9 +190,7 @@ async def test_a_delayed_add_for_a_waiting_key_that_is_not_running_is_dropped() 
     q.add_after(A, 2.0)
     assert await q.get() == A
     q.done(A)
-    clock.advance(5.0)
-    q.flush_due()
-    assert len(q) == 0, "A was queued already: its next run comes sooner than the delay"
+    nothing_comes_due(q, clock, "A was queued already: its next run comes sooner than the delay")
 
 
 async def test_add_after_fires_on_the_real_loop_timer() -> None:
