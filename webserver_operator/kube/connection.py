@@ -15,6 +15,9 @@ What the pool does, as aiohttp's ``TCPConnector`` did for the operator:
   ``kube.idle.IdleTimer`` per connection, armed at most once per timeout period, not once per request.
 - A connection goes back to the pool only after a complete answer that allows reuse; anything else (an error, a
   timeout, a watch left before its end, a cancelled request) closes it.
+- Closing the pool returns once every socket is closed. A TLS close sends close_notify and lets the socket go only
+  when the server's answer arrives; the pool waits ``CLOSE_GRACE_SECONDS`` for that, then aborts what is left. Left
+  to the loop, a socket outlived a loop stopped right after the close (an operator that stops at once, a test).
 - Through a proxy (``HTTPS_PROXY`` or the kubeconfig's ``proxy-url``), an ``https`` API server is reached with a
   ``CONNECT`` tunnel and TLS inside it, an ``http`` one with absolute-form requests to the proxy, the way Go's
   ``net/http`` (and so client-go) does; ``proxy_headers`` go to the proxy only. Proxies speaking TLS themselves
@@ -41,10 +44,20 @@ from urllib.parse import unquote, urlsplit
 from webserver_operator.kube.http1 import ProtocolError, ResponseHead, ResponseParser, encode_request
 from webserver_operator.kube.idle import IdleTimer
 
-__all__ = ["KEEPALIVE_SECONDS", "Connection", "ConnectionPool", "Endpoint", "ProxyError", "ServerDisconnected"]
+__all__ = [
+    "CLOSE_GRACE_SECONDS",
+    "KEEPALIVE_SECONDS",
+    "Connection",
+    "ConnectionPool",
+    "Endpoint",
+    "ProxyError",
+    "ServerDisconnected",
+]
 
 #: How long an idle connection is kept for reuse (aiohttp's default keep-alive; the API server's is longer).
 KEEPALIVE_SECONDS = 15.0
+#: How long closing the pool waits for the servers to answer the TLS close before it aborts the connections left.
+CLOSE_GRACE_SECONDS = 0.5
 #: Body bytes a watch may have received and not yet read before the connection stops reading (back-pressure).
 _STREAM_HIGH_WATER = 4 * 2**20
 
@@ -139,6 +152,7 @@ class Connection(asyncio.Protocol):
         self._paused = False
         self._error: BaseException | None = None
         self._closing = False
+        self._lost: asyncio.Future[None] = self._loop.create_future()  # done once the socket is closed
         self._busy = False
         self.idle_since = 0.0
         self._timer = IdleTimer(read_timeout, self._timed_out) if read_timeout is not None else None
@@ -162,6 +176,8 @@ class Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
+        if not self._lost.done():
+            self._lost.set_result(None)
         if self._timer is not None:
             self._timer.stop()
         cause = f": {exc}" if exc else ""
@@ -300,6 +316,17 @@ class Connection(asyncio.Protocol):
             if self._timer is not None:
                 self._timer.stop()
             self._transport.close()
+
+    def abort(self) -> None:
+        """Close the socket now, without the TLS goodbye; ``connection_lost`` follows on the next loop iterations."""
+        self.close()
+        if self._transport is not None and not self._lost.done():
+            self._transport.abort()
+
+    @property
+    def lost(self) -> asyncio.Future[None]:
+        """Done once the socket is closed (``connection_lost``)."""
+        return self._lost
 
 
 def _expired(connection: Connection, now: float) -> bool:
@@ -464,11 +491,23 @@ class ConnectionPool:
                 return
 
     async def close(self) -> None:
-        """Close every connection, idle or in use, and refuse further requests."""
+        """Close every connection, idle or in use, and refuse further requests; return once their sockets are closed.
+
+        Closed gracefully first (TLS close_notify), then, after ``CLOSE_GRACE_SECONDS`` without the server's answer,
+        aborted.
+        """
         self._closed = True
-        for connection in list(self._all):
+        connections = list(self._all)
+        for connection in connections:
             connection.close()
         self._all.clear()
         self._idle.clear()
         self._open = 0
-        await asyncio.sleep(0)  # let the transports run their close callbacks
+        open_ = [connection.lost for connection in connections if not connection.lost.done()]
+        if open_:
+            await asyncio.wait(open_, timeout=CLOSE_GRACE_SECONDS)
+        for connection in connections:
+            connection.abort()
+        left = [connection.lost for connection in connections if not connection.lost.done()]
+        if left:
+            await asyncio.wait(left, timeout=CLOSE_GRACE_SECONDS)

@@ -9,6 +9,7 @@ certificate and key, ``verify_ssl``, ``tls_server_name``).
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from kubernetes_asyncio.client.rest import RESTClientObject
 
 from tests.support.tls import issue_certificate
 from webserver_operator.core.settings import ClientSettings
+from webserver_operator.kube import connection as connection_module
 from webserver_operator.kube.client import KubeClient, _endpoint, _tls_context
 from webserver_operator.kube.errors import TransportError
 from webserver_operator.kube.library import Configuration
@@ -164,3 +166,24 @@ async def test_closing_the_client_closes_its_connections(pki: Path, mutual_tls_s
     assert client._pool.open_connections == 0
     with pytest.raises(RuntimeError, match="KubeClient is closed"):
         await client.request("GET", "/version")
+
+
+@pytest.mark.parametrize("grace", ["answered", "aborted"])
+async def test_closing_the_client_closes_the_sockets_of_its_tls_connections(
+    pki: Path, mutual_tls_server: int, grace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closed means the socket is closed when ``close`` returns, not a TLS goodbye still waiting for the server's.
+
+    A TLS close sends close_notify and closes the socket only once the server answered: a loop stopped right after
+    ``close`` (an operator stopping at once, a test's loop) left the socket open, and Python warned about an unclosed
+    transport when it was collected, in whichever test ran then. "aborted": no time is left for the server's answer,
+    so every connection is aborted.
+    """
+    if grace == "aborted":
+        monkeypatch.setattr(connection_module, "CLOSE_GRACE_SECONDS", 0.0)
+    client = await KubeClient.create(client_configuration(pki, mutual_tls_server), settings=SETTINGS, retry=NO_RETRY)
+    await asyncio.gather(*(client.request("GET", "/version") for _ in range(3)))
+    sockets = [connection._transport.get_extra_info("socket") for connection in client._pool._all]  # type: ignore[union-attr]
+    assert len(sockets) == 3 and all(sock.fileno() >= 0 for sock in sockets)
+    await client.close()
+    assert [sock.fileno() for sock in sockets] == [-1, -1, -1], "every socket is closed once close() returns"
