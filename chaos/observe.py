@@ -105,8 +105,29 @@ def mismatch(ws: dict[str, Any], deploy: dict[str, Any] | None, svc: dict[str, A
         return f"Service selector {svc['spec'].get('selector')}"
     cond = ready(ws)
     if cond is None or cond.get("status") != "True":
-        return f"Ready={cond and cond.get('status')} ({cond and cond.get('reason')}: {cond and cond.get('message')})"
+        return (
+            f"Ready={cond and cond.get('status')} ({cond and cond.get('reason')}: {cond and cond.get('message')}); "
+            f"{deployment_says(deploy)}"
+        )
     return _not_at_rest(status, deploy, replicas)
+
+
+def deployment_says(deploy: dict[str, Any]) -> str:
+    """The Deployment's own status, next to a WebServer that is not Ready: whose side a stuck rollout is on.
+
+    A WebServer whose status lags a settled Deployment is the operator's miss; a Deployment that has not settled
+    either (an old pod still counted, a generation not observed) is the control plane's.
+    """
+    status = deploy.get("status") or {}
+    counts = ", ".join(
+        f"{name} {int(status.get(name) or 0)}"
+        for name in ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas")
+    )
+    return (
+        f"the Deployment says generation {deploy['metadata'].get('generation')}, "
+        f"observedGeneration {status.get('observedGeneration')}, spec.replicas {deploy['spec'].get('replicas')}, "
+        f"{counts}, resourceVersion {deploy['metadata'].get('resourceVersion')}"
+    )
 
 
 def _not_at_rest(status: dict[str, Any], deploy: dict[str, Any], replicas: int) -> str | None:

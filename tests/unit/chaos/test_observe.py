@@ -79,3 +79,14 @@ def test_zero_replicas_with_no_counts_written_is_converged() -> None:
     deploy = deployment(spec_replicas=0, replicas=0, ready=0)
     del deploy["status"]["replicas"], deploy["status"]["readyReplicas"]
     assert mismatch(ws, deploy, SERVICE) is None
+
+
+def test_a_webserver_that_is_not_ready_is_reported_with_what_its_deployment_says() -> None:
+    """The verdict shows both sides: a status lagging a settled Deployment is the operator's miss."""
+    ws = webserver()
+    ws["status"]["conditions"] = [{"type": "Ready", "status": "False", "reason": "RollingOut", "message": "1 old pod"}]
+    why = mismatch(ws, deployment(replicas=2, ready=2), SERVICE)
+    assert why == (
+        "Ready=False (RollingOut: 1 old pod); the Deployment says generation 5, observedGeneration 5, spec.replicas 2, "
+        "replicas 2, updatedReplicas 0, readyReplicas 2, availableReplicas 0, resourceVersion None"
+    )
