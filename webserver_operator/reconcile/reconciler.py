@@ -40,6 +40,7 @@ from pydantic import ValidationError
 
 from webserver_operator import metrics
 from webserver_operator.api.models import WEBSERVERS, WebServer
+from webserver_operator.core import resourceversion
 from webserver_operator.core.jsondiff import Difference, compare
 from webserver_operator.core.podsecurity import PodSecurityLevel, baseline_violations
 from webserver_operator.core.resources import DEPLOYMENTS, SERVICES, Resource
@@ -553,7 +554,7 @@ class WebServerReconciler:
         """
         key = (_namespace(obj), _name(obj))
         written = self._status_written.get(key)
-        if written is not None and _resource_version(obj) != written[0]:
+        if written is not None and _caught_up(_resource_version(obj), *written):
             del self._status_written[key]
 
     def remembered_status_writes(self) -> int:
@@ -561,19 +562,21 @@ class WebServerReconciler:
         return len(self._status_written)
 
     def _latest(self, key: ObjectKey, cached: KubeObject | None) -> KubeObject | None:
-        """The cached WebServer, or our own status write when the cache still holds the version it replaced.
+        """The cached WebServer, or our own last status write while the cache has not caught up with it.
 
         A change that arrives while a key is being reconciled queues it again at once, often before the watch has
         delivered that reconcile's own status write; from the stale copy the next status write could only be refused
-        with 409 (a GET and a second PUT). The replaced resourceVersion is compared for equality only (resourceVersions
-        are opaque): any other version in the cache, or none, means it has moved on, and the memory is dropped.
+        with 409 (a GET and a second PUT). Worse, an informer that is relisting can be several of our writes behind:
+        if what it holds happens to be the status the reconcile would write (Ready, from before a rollout), the
+        reconcile writes nothing, and the relist brings back only the echo of our last write, which wakes nothing. So
+        the copy is used until the cache holds the written version or a newer one (``_caught_up``); a cache without
+        the WebServer means it was deleted, and the memory is dropped.
         """
         written = self._status_written.get(key)
         if written is None:
             return cached
-        replaced, result = written
-        if cached is not None and _resource_version(cached) == replaced:
-            return result
+        if cached is not None and not _caught_up(_resource_version(cached), *written):
+            return written[1]
         del self._status_written[key]
         return cached
 
@@ -719,6 +722,18 @@ def _name(obj: KubeObject) -> str:
 
 def _namespace(obj: KubeObject) -> str:
     return str((obj.get("metadata") or {}).get("namespace") or "")
+
+
+def _caught_up(cached: str, replaced: str, written: KubeObject) -> bool:
+    """Whether a cache holding version ``cached`` has seen our status write (which replaced version ``replaced``).
+
+    Seen: it holds the written version or a newer one (``core.resourceversion``). Where the API server's versions
+    cannot be ordered, any version other than the replaced one counts as seen, as equality is all there is to go by.
+    """
+    order = resourceversion.compare(cached, _resource_version(written))
+    if order is None:
+        return cached != replaced
+    return order >= 0
 
 
 def _resource_version(obj: KubeObject) -> str:

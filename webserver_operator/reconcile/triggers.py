@@ -9,7 +9,8 @@ write, yet costs a validation, two desired objects and two owned-field compariso
 
 - ``OwnWrites``: an ADDED or MODIFIED event whose object has the resourceVersion that one of this replica's own
   writes (create, patch, status update) got back is the echo of that write. The reconcile that wrote it already
-  decided from exactly that object (the reconciler goes on from the API server's answer, not from the cache), and a
+  decided from exactly that object (the reconciler goes on from the API server's answer, not from the cache), no
+  later reconcile decides from an older WebServer than its own last status write (``reconciler._latest``), and a
   reconcile that ended in an error is requeued by the work queue anyway. A resourceVersion names one stored state of
   one object, so the echo of our write can be told from anyone else's write by equality alone (never ordered).
 - ``child_change_matters``: a child MODIFIED event that leaves everything the reconciler reads of the child as it

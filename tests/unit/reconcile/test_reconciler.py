@@ -1137,3 +1137,49 @@ async def test_children_are_compared_again_only_when_a_child_or_the_spec_has_mov
     await rec.reconcile(KEY)
     await rec.reconcile(KEY)
     assert len(api.writes()) == writes
+
+
+async def test_a_webserver_cache_two_status_writes_behind_never_hides_what_the_status_says() -> None:
+    """The WebServer informer is relisting (an API server restart) while a rollout writes the status twice.
+
+    Seen in `make test`'s chaos run: the Deployment was deleted, created again and rolled out while the WebServer
+    informer was still listing. The cache held the Ready status from before the deletion; the reconciler had written
+    "rolling out" twice since. When the Deployment settled, the reconcile decided from the cache, whose Ready status
+    was what it would write, and wrote nothing: the stored status said "rolling out" for good, since the relist
+    only brought back the echo of our own last write.
+    """
+    api = with_world(replicas=1)
+    rec, clock = reconciler(api), _Clock()
+    rec._clock = clock
+    await rec.reconcile(KEY)
+    settled = NEW_DEPLOYMENT_PROGRESS[-1]
+    deployment_reports(api, settled)
+    await rec.reconcile(KEY)
+    assert ready(api)["status"] == "True"
+    relisting = copy.deepcopy(api.get(WS_PATH))  # all the WebServer informer holds from now on
+
+    class RelistingWebServers(LiveCache):
+        def get(self, key: ObjectKey, /) -> KubeObject | None:
+            return relisting
+
+    rec._caches = Caches(
+        webservers=RelistingWebServers(api, ""), deployments=rec._caches.deployments, services=rec._caches.services
+    )
+    rolling = {**settled, "replicas": 2, "updatedReplicas": 1, "readyReplicas": 2, "availableReplicas": 2}
+    writes: list[KubeObject] = []
+    for step in (rolling, {**rolling, "readyReplicas": 1, "availableReplicas": 1}):
+        clock.advance(10)  # past the status-detail interval: each step is written
+        deployment_reports(api, step)
+        await rec.reconcile(KEY)
+        assert ready(api)["reason"] == "RollingOut"
+        stored = api.get(WS_PATH)
+        assert stored is not None
+        writes.append(copy.deepcopy(stored))
+    assert status_puts(api) == 4
+    rec.webserver_cached(writes[0])  # the informer catching up, one of our writes behind the last
+    assert rec.remembered_status_writes() == 1, "the last write is kept until the informer has it"
+
+    clock.advance(10)
+    deployment_reports(api, settled)
+    await rec.reconcile(KEY)
+    assert (ready(api)["status"], ready(api)["message"]) == ("True", "1/1 pods available.")
