@@ -374,15 +374,17 @@ class KubeClient:
             if check is not None and method in _GATED_METHODS and (why := check(path)) is not None:
                 raise WritesStopped(method=method, path=path, why=why)
             return connection, await connection.send(request, streaming=streaming)
-        except (TimeoutError, OSError, ProtocolError) as exc:
+        except BaseException as exc:
+            if connection is not None:
+                # Unused (a refused write), cancelled or left without an answer: the pool decides whether it is
+                # reusable, and the slot is free again either way.
+                connection.release()
+            if not isinstance(exc, (TimeoutError, OSError, ProtocolError)):
+                raise
             self._observe(method, _NO_STATUS, started)
             error = self._transport_error(exc, method=method, path=path)
             log.debug("%s %s -> no answer: %s", method, path, error.cause)
             raise error from exc
-        except BaseException:
-            if connection is not None:
-                connection.release()  # unused (a refused write) or cancelled: the pool decides whether it is reusable
-            raise
 
     def _observe(self, method: str, code: str, started: float) -> None:
         # The labelled children are looked up once per (method, code): ``labels()`` builds and hashes a key and takes
@@ -400,8 +402,10 @@ class KubeClient:
     def _transport_error(self, exc: BaseException, *, method: str, path: str) -> TransportError:
         retriable = True
         if isinstance(exc, TimeoutError):
+            # A TimeoutError without text is the pool's: no free connection, or no handshake, within the timeout.
+            what = str(exc) or "no connection to the API server within the connect timeout"
             cause = (
-                f"timed out ({exc or type(exc).__name__}; connect timeout {self._settings.connect_timeout:g}s, "
+                f"timed out ({what}; connect timeout {self._settings.connect_timeout:g}s, "
                 f"read timeout {self._settings.read_timeout:g}s)"
             )
         elif isinstance(exc, ssl.SSLCertVerificationError):

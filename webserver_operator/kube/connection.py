@@ -345,7 +345,8 @@ class ConnectionPool:
         self._idle: list[Connection] = []
         self._open = 0
         self._waiters: deque[asyncio.Future[Connection | None]] = deque()
-        self._all: set[Connection] = set()
+        self._all: set[Connection] = set()  # open, idle or in use: counted in ``_open``
+        self._sockets: set[Connection] = set()  # every connection made whose socket is not closed yet
         self._closed = False
 
     @property
@@ -427,6 +428,13 @@ class ConnectionPool:
             )
         else:
             connection = await self._through_proxy(factory)
+        sockets = self._sockets
+        sockets.add(connection)
+        connection.lost.add_done_callback(lambda _: sockets.discard(connection))
+        if self._closed:  # closed while this connection was being opened: it is not handed out
+            connection.abort()
+            await asyncio.wait([connection.lost], timeout=CLOSE_GRACE_SECONDS)
+            raise RuntimeError("this KubeClient is closed: requests need a new one")
         self._all.add(connection)
         return connection
 
@@ -460,6 +468,7 @@ class ConnectionPool:
 
     def _released(self, connection: Connection, reusable: bool) -> None:
         if not reusable or self._closed:
+            connection.close()  # already closing when not reusable; a reusable one given back after close() too
             self._forget(connection)
             self._wake_one()
             return
@@ -494,10 +503,11 @@ class ConnectionPool:
         """Close every connection, idle or in use, and refuse further requests; return once their sockets are closed.
 
         Closed gracefully first (TLS close_notify), then, after ``CLOSE_GRACE_SECONDS`` without the server's answer,
-        aborted.
+        aborted. Connections that left the pool closing (a cancelled request, a watch left early) are waited for
+        too; one still being opened is closed when its handshake ends (``_connect``).
         """
         self._closed = True
-        connections = list(self._all)
+        connections = list(self._sockets)
         for connection in connections:
             connection.close()
         self._all.clear()

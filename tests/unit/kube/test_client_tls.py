@@ -98,8 +98,14 @@ async def mutual_tls_server(pki: Path) -> AsyncIterator[int]:
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(pki / "ca.crt"))
     context.load_cert_chain(str(pki / "tls.crt"), str(pki / "tls.key"))
     context.verify_mode = ssl.CERT_REQUIRED
+
+    async def slow(request: web.Request) -> web.Response:
+        await asyncio.sleep(1.0)
+        return await handle(request)
+
     app = web.Application()
     app.router.add_get("/version", handle)
+    app.router.add_get("/slow", slow)
     server = TestServer(app, host="127.0.0.1")
     await server.start_server(ssl=context)
     try:
@@ -187,3 +193,48 @@ async def test_closing_the_client_closes_the_sockets_of_its_tls_connections(
     assert len(sockets) == 3 and all(sock.fileno() >= 0 for sock in sockets)
     await client.close()
     assert [sock.fileno() for sock in sockets] == [-1, -1, -1], "every socket is closed once close() returns"
+
+
+async def test_a_connection_closed_before_the_client_is_closed_has_its_socket_closed_too(
+    pki: Path, mutual_tls_server: int
+) -> None:
+    """A request cancelled mid-answer closes its connection at once; the client's close still waits for its socket.
+
+    That connection has left the pool (it can never be reused), yet its TLS goodbye may still be under way when the
+    operator stops (a watch or a request cancelled on the way out).
+    """
+    client = await KubeClient.create(client_configuration(pki, mutual_tls_server), settings=SETTINGS, retry=NO_RETRY)
+    request = asyncio.create_task(client.request("GET", "/slow"))
+    for _ in range(200):  # until the request has its connection (TCP and TLS handshakes done)
+        if client._pool._all:
+            break
+        await asyncio.sleep(0.01)
+    (connection,) = client._pool._all
+    sock = connection._transport.get_extra_info("socket")  # type: ignore[union-attr]
+    request.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await request
+    await client.close()
+    assert sock.fileno() == -1, "the socket is closed once close() returns"
+
+
+async def test_a_connection_opened_while_the_client_closes_is_closed_too(
+    pki: Path, mutual_tls_server: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request that was still opening its connection when ``close`` was called gets no connection left open."""
+    made: list[connection_module.Connection] = []
+
+    class Recorded(connection_module.Connection):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            made.append(self)
+            super().connection_made(transport)
+
+    monkeypatch.setattr(connection_module, "Connection", Recorded)
+    client = await KubeClient.create(client_configuration(pki, mutual_tls_server), settings=SETTINGS, retry=NO_RETRY)
+    request = asyncio.create_task(client.request("GET", "/version"))
+    await asyncio.sleep(0)  # the request is opening its connection (TCP, then TLS)
+    await client.close()
+    with pytest.raises(RuntimeError, match="KubeClient is closed"):
+        await request
+    assert len(made) == 1, "the TLS handshake ended after close()"
+    assert made[0].lost.done(), "the connection that came after close() is closed, its socket too"

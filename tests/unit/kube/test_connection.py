@@ -296,3 +296,72 @@ async def test_connections_unused_for_the_keepalive_time_are_closed(monkeypatch:
             await client.request("GET", "/version")  # given back, it finds the four others unused for too long
             assert pool.open_connections == 1
     assert len(server.peers) == 5, "the one kept was reused"
+
+
+@contextlib.asynccontextmanager
+async def unanswering(requests: int, *, how: str) -> AsyncIterator[int]:
+    """A plain HTTP server that leaves its first ``requests`` requests without an answer, then answers ``{}``.
+
+    ``how``: "closed" closes the connection after reading the request (an API server going away mid-request),
+    "silent" keeps it open and says nothing (a frozen API server, until the client's read timeout).
+    """
+    left = requests
+    writers: list[asyncio.StreamWriter] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal left
+        writers.append(writer)
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+            while await reader.readuntil(b"\r\n\r\n"):
+                if left > 0:
+                    left -= 1
+                    if how == "closed":
+                        break
+                    await reader.read()  # silent until the client gives up and closes
+                    break
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    try:
+        yield server.sockets[0].getsockname()[1]
+    finally:
+        server.close()
+        for writer in writers:
+            writer.close()
+        await server.wait_closed()
+
+
+@pytest.mark.parametrize("how", ["closed", "silent"])
+async def test_a_request_left_without_an_answer_gives_its_connection_slot_back(how: str) -> None:
+    """A request the server never answered (connection closed, or the read timeout) frees its place in the pool.
+
+    Two of them with a pool of one: the next request must still get a connection, not wait for one that never comes
+    back (which starved the two-connection Lease client after two renewals got no answer).
+    """
+    async with unanswering(2, how=how) as port:
+        settings = ClientSettings(connect_timeout=1.0, read_timeout=0.3)
+        configuration = Configuration(host=f"http://127.0.0.1:{port}")
+        client = await KubeClient.create(configuration, settings=settings, retry=NO_RETRY, pool_size=1)
+        async with client:
+            for _ in range(2):
+                with pytest.raises(TransportError, match=r"closed the connection|timed out"):
+                    await client.request("GET", "/api/v1/namespaces")
+            assert await client.request("GET", "/api/v1/namespaces") == {}, "the third request is answered"
+            assert client._pool.open_connections == 1
+
+
+async def test_no_free_connection_within_the_connect_timeout_says_so() -> None:
+    server = Server()
+    async with serving(server) as port:
+        settings = ClientSettings(connect_timeout=0.2, read_timeout=2.0)
+        configuration = Configuration(host=f"http://127.0.0.1:{port}")
+        client = await KubeClient.create(configuration, settings=settings, retry=NO_RETRY, pool_size=1)
+        async with client:
+            held = await client._pool.acquire()
+            with pytest.raises(TransportError) as raised:
+                await client.request("GET", "/version")
+            assert "timed out (no connection to the API server within the connect timeout; connect timeout 0.2s" in (
+                str(raised.value)
+            )
+            held.release()
