@@ -12,12 +12,14 @@ list + watch tracking, API metrics) and the tests that set up identities.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import json
 import ssl
 import tempfile
 import time
+import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +28,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 import yaml
+from aiohttp.client_proto import ResponseHandler
 
 Body = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
@@ -35,6 +38,8 @@ WEBSERVERS = f"/apis/{GROUP}/v1"
 APPS = "/apis/apps/v1"
 CORE = "/api/v1"
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+#: How long leaving a ``KubeApi`` waits for the server to answer the TLS close of its connections, then aborts them.
+CLOSE_GRACE_SECONDS = 0.5
 
 
 def ws_path(namespace: str, name: str = "") -> str:
@@ -150,6 +155,8 @@ class KubeApi:
         self._max = max_connections
         self._user_agent = user_agent
         self._session: aiohttp.ClientSession | None = None
+        # Every connection a response used, until it is gone: see ``__aexit__``.
+        self._protocols: weakref.WeakSet[ResponseHandler] = weakref.WeakSet()
 
     async def __aenter__(self) -> KubeApi:
         headers = {"User-Agent": self._user_agent, "Accept": "application/json"}
@@ -165,8 +172,32 @@ class KubeApi:
         return self
 
     async def __aexit__(self, *_: object) -> None:
-        if self._session is not None:
-            await self._session.close()
+        """Close the session and return once every socket is closed.
+
+        aiohttp's close waits only for the connections in its pool, not for those a response closed on its way out
+        (a watch cancelled mid-stream, a timed-out request: aio-libs/aiohttp#1925), whose TLS close still waits for
+        the server's answer. A loop that ends then (``asyncio.run`` of a chaos run inside the test process) leaves
+        their sockets open, and Python warns about unclosed transports in whatever runs when they are collected.
+        """
+        if self._session is None:
+            return
+        await self._session.close()
+        for abort in (False, True):
+            closing = [done for proto in self._protocols if (done := proto.closed) is not None and not done.done()]
+            if not closing:
+                return
+            if abort:
+                for proto in self._protocols:
+                    if proto.transport is not None:
+                        proto.transport.abort()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(CLOSE_GRACE_SECONDS):
+                    await asyncio.gather(*closing, return_exceptions=True)
+
+    def _track(self, response: aiohttp.ClientResponse) -> None:
+        connection = response.connection
+        if connection is not None and connection.protocol is not None:
+            self._protocols.add(connection.protocol)
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -195,6 +226,7 @@ class KubeApi:
             async with self.session.request(
                 method, path, data=data, params=params, headers=headers, timeout=per_request
             ) as resp:
+                self._track(resp)
                 text = await resp.text()
         except (aiohttp.ClientError, TimeoutError, OSError) as err:
             raise ApiError(0, f"{type(err).__name__}: {err}", method=method, path=path) from err
@@ -260,6 +292,7 @@ class KubeApi:
         }
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=timeout_seconds + 30)
         async with self.session.get(path, params=query, timeout=timeout) as resp:
+            self._track(resp)
             if resp.status >= 400:
                 raise ApiError(resp.status, _server_message(await resp.text()), method="WATCH", path=path)
             async for line in resp.content:

@@ -1,6 +1,9 @@
 """The admin client: kubeconfig endpoints (inline or file credentials, loopback only when asked) and errors."""
 
+import asyncio
 import base64
+import ssl
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -9,6 +12,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from harness.kubeapi import ApiError, Endpoint, KubeApi
+from tests.support.tls import issue_certificate
 
 
 def kubeconfig(path: Path, server: str, **user: str) -> Path:
@@ -68,3 +72,50 @@ async def test_errors_carry_the_status_and_the_servers_message() -> None:
         with pytest.raises(ApiError) as err:
             await api.get("/anything")
         assert err.value.status == 0
+
+
+async def test_leaving_the_client_closes_every_socket_also_of_watches_left_early(tmp_path: Path) -> None:
+    """Watches cancelled mid-stream close their TLS connections, and the client's exit waits for those sockets too.
+
+    aiohttp's session close waits only for the connections still in its pool, not for those a cancelled response
+    closed (aio-libs/aiohttp#1925): the chaos run's loop ended before their TLS goodbye, and Python warned about
+    unclosed transports in whichever later test collected them.
+    """
+    issue_certificate(tmp_path)
+
+    async def stream(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        await response.prepare(request)
+        for _ in range(600):
+            await response.write(b'{"type":"BOOKMARK","object":{}}\n')
+            await asyncio.sleep(0.05)
+        return response
+
+    app = web.Application()
+    app.router.add_get("/watch", stream)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"))
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server(ssl=context)
+    try:
+        endpoint = Endpoint(server=f"https://127.0.0.1:{server.port}", ca_file=str(tmp_path / "ca.crt"))
+        async with KubeApi(endpoint) as api:
+            watches = [asyncio.create_task(_drain(api.watch("/watch", resource_version="1"))) for _ in range(3)]
+            for _ in range(200):  # until every watch has its connection
+                acquired = list(api.session.connector._acquired)  # type: ignore[union-attr]
+                if len(acquired) == 3:
+                    break
+                await asyncio.sleep(0.01)
+            sockets = [proto.transport.get_extra_info("socket") for proto in acquired]
+            assert len(sockets) == 3
+            for task in watches:
+                task.cancel()
+            await asyncio.gather(*watches, return_exceptions=True)
+        assert [sock.fileno() for sock in sockets] == [-1, -1, -1], "every socket is closed once the client is left"
+    finally:
+        await server.close()
+
+
+async def _drain(events: AsyncIterator[object]) -> None:
+    async for _ in events:
+        pass
