@@ -395,8 +395,9 @@ class ConnectionPool:
                     try:
                         return await self._connect()
                     except BaseException:
-                        self._open -= 1
-                        self._wake_one()
+                        if not self._closed:  # close() has counted every connection out already
+                            self._open -= 1
+                            self._wake_one()
                         raise
                 waiter: asyncio.Future[Connection | None] = asyncio.get_running_loop().create_future()
                 self._waiters.append(waiter)

@@ -238,3 +238,4 @@ async def test_a_connection_opened_while_the_client_closes_is_closed_too(
         await request
     assert len(made) == 1, "the TLS handshake ended after close()"
     assert made[0].lost.done(), "the connection that came after close() is closed, its socket too"
+    assert client._pool.open_connections == 0
