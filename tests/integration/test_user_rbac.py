@@ -95,14 +95,49 @@ def _wait_aggregated(cluster: Cluster, role: str, rules: frozenset[Rule]) -> Non
 
 
 def _leftover_user_roles(cluster: Cluster) -> list[str]:
-    """Aggregated ClusterRoles on the WebServer group that some other install left behind."""
-    roles = cluster.get_json("clusterroles")["items"]
+    """ClusterRoles on the WebServer group, aggregated into others, that some other install left behind."""
+    return leftovers_of(cluster.get_json("clusterroles")["items"])
+
+
+def leftovers_of(roles: list[dict[str, Any]]) -> list[str]:
+    """The names of ``roles`` that aggregate WebServer rules into Kubernetes' roles.
+
+    Roles with an ``aggregationRule`` are not counted: their rules are what the aggregation controller copied from
+    the roles they select. Kubernetes' own ``edit`` is one (and is aggregated into ``admin``): right after another
+    install was removed it still shows that install's WebServer rules until the controller catches up.
+    """
     return [
         r["metadata"]["name"]
         for r in roles
-        if any(k.startswith("rbac.authorization.k8s.io/aggregate-to-") for k in r["metadata"].get("labels") or {})
+        if "aggregationRule" not in r
+        and any(k.startswith("rbac.authorization.k8s.io/aggregate-to-") for k in r["metadata"].get("labels") or {})
         and any(GROUP in rule.get("apiGroups", []) for rule in r.get("rules") or [])
     ]
+
+
+def test_roles_that_kubernetes_aggregates_are_no_leftovers() -> None:
+    """Kubernetes' ``edit`` still holding a removed install's rules is the controller catching up, not a leftover."""
+    webserver_rule = {"apiGroups": [GROUP], "resources": ["webservers"], "verbs": ["get"]}
+    edit = {
+        "metadata": {"name": "edit", "labels": {"rbac.authorization.k8s.io/aggregate-to-admin": "true"}},
+        "aggregationRule": {
+            "clusterRoleSelectors": [{"matchLabels": {"rbac.authorization.k8s.io/aggregate-to-edit": "true"}}]
+        },
+        "rules": [webserver_rule],
+    }
+    editor = {
+        "metadata": {
+            "name": "other-webserver-editor",
+            "labels": {"rbac.authorization.k8s.io/aggregate-to-edit": "true"},
+        },
+        "rules": [webserver_rule],
+    }
+    unrelated = {
+        "metadata": {"name": "foo-editor", "labels": {"rbac.authorization.k8s.io/aggregate-to-edit": "true"}},
+        "rules": [{"apiGroups": ["foo.example"], "resources": ["foos"], "verbs": ["get"]}],
+    }
+    assert leftovers_of([edit, editor, unrelated]) == ["other-webserver-editor"]
+    assert leftovers_of([edit]) == []
 
 
 @pytest.fixture(params=["chart", "config"])
