@@ -508,17 +508,14 @@ class ConnectionPool:
         too; one still being opened is closed when its handshake ends (``_connect``).
         """
         self._closed = True
-        connections = list(self._sockets)
-        for connection in connections:
-            connection.close()
         self._all.clear()
         self._idle.clear()
         self._open = 0
-        open_ = [connection.lost for connection in connections if not connection.lost.done()]
-        if open_:
+        connections = list(self._sockets)
+        for end in (Connection.close, Connection.abort):
+            for connection in connections:
+                end(connection)
+            open_ = [connection.lost for connection in connections if not connection.lost.done()]
+            if not open_:
+                return
             await asyncio.wait(open_, timeout=CLOSE_GRACE_SECONDS)
-        for connection in connections:
-            connection.abort()
-        left = [connection.lost for connection in connections if not connection.lost.done()]
-        if left:
-            await asyncio.wait(left, timeout=CLOSE_GRACE_SECONDS)
