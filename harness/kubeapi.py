@@ -19,7 +19,6 @@ import json
 import ssl
 import tempfile
 import time
-import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +39,8 @@ CORE = "/api/v1"
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 #: How long leaving a ``KubeApi`` waits for the server to answer the TLS close of its connections, then aborts them.
 CLOSE_GRACE_SECONDS = 0.5
+#: Connections whose sockets are closed leave the tracked set once it holds this many (a long chaos run opens many).
+_PRUNE_AT = 256
 
 
 def ws_path(namespace: str, name: str = "") -> str:
@@ -155,8 +156,11 @@ class KubeApi:
         self._max = max_connections
         self._user_agent = user_agent
         self._session: aiohttp.ClientSession | None = None
-        # Every connection a response used, until it is gone: see ``__aexit__``.
-        self._protocols: weakref.WeakSet[ResponseHandler] = weakref.WeakSet()
+        # Every connection the pool handed out, held until its socket is closed: see ``__aexit__``. Taken when the
+        # connection is handed out, not when an answer arrives: a watch cancelled before its answer's head closes its
+        # connection too. Strong references: a connection closed on the way out may have no other holder while its
+        # TLS close is in flight, and a weak set lost it (the exit then returned with its socket open).
+        self._protocols: set[ResponseHandler] = set()
 
     async def __aenter__(self) -> KubeApi:
         headers = {"User-Agent": self._user_agent, "Accept": "application/json"}
@@ -164,7 +168,7 @@ class KubeApi:
             headers["Authorization"] = f"Bearer {self.endpoint.token}"
         self._session = aiohttp.ClientSession(
             base_url=self.endpoint.server,
-            connector=aiohttp.TCPConnector(ssl=self.endpoint.ssl_context(), limit=self._max),
+            connector=_TrackingConnector(self._protocols, ssl=self.endpoint.ssl_context(), limit=self._max),
             headers=headers,
             timeout=self._timeout,
             read_bufsize=2**20,  # watch lines are whole objects
@@ -194,11 +198,6 @@ class KubeApi:
                 async with asyncio.timeout(CLOSE_GRACE_SECONDS):
                     await asyncio.gather(*closing, return_exceptions=True)
 
-    def _track(self, response: aiohttp.ClientResponse) -> None:
-        connection = response.connection
-        if connection is not None and connection.protocol is not None:
-            self._protocols.add(connection.protocol)
-
     @property
     def session(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -226,7 +225,6 @@ class KubeApi:
             async with self.session.request(
                 method, path, data=data, params=params, headers=headers, timeout=per_request
             ) as resp:
-                self._track(resp)
                 text = await resp.text()
         except (aiohttp.ClientError, TimeoutError, OSError) as err:
             raise ApiError(0, f"{type(err).__name__}: {err}", method=method, path=path) from err
@@ -292,9 +290,30 @@ class KubeApi:
         }
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=timeout_seconds + 30)
         async with self.session.get(path, params=query, timeout=timeout) as resp:
-            self._track(resp)
             if resp.status >= 400:
                 raise ApiError(resp.status, _server_message(await resp.text()), method="WATCH", path=path)
             async for line in resp.content:
                 if line.strip():
                     yield time.time(), json.loads(line)
+
+
+def _socket_closed(proto: ResponseHandler) -> bool:
+    done = proto.closed
+    return done is None or done.done()
+
+
+class _TrackingConnector(aiohttp.TCPConnector):
+    """A connector that adds every connection it hands out to ``tracked`` (pruned of closed ones as it grows)."""
+
+    def __init__(self, tracked: set[ResponseHandler], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._tracked = tracked
+
+    async def connect(self, req: Any, traces: Any, timeout: aiohttp.ClientTimeout) -> Any:  # noqa: ASYNC109 (aiohttp's signature)
+        connection = await super().connect(req, traces, timeout)
+        if connection.protocol is not None:
+            if len(self._tracked) >= _PRUNE_AT:
+                for proto in [proto for proto in self._tracked if _socket_closed(proto)]:
+                    self._tracked.discard(proto)
+            self._tracked.add(connection.protocol)
+        return connection

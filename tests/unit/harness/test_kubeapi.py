@@ -101,9 +101,9 @@ async def test_leaving_the_client_closes_every_socket_also_of_watches_left_early
         endpoint = Endpoint(server=f"https://127.0.0.1:{server.port}", ca_file=str(tmp_path / "ca.crt"))
         async with KubeApi(endpoint) as api:
             watches = [asyncio.create_task(_drain(api.watch("/watch", resource_version="1"))) for _ in range(3)]
-            for _ in range(200):  # until every watch has its connection
+            for _ in range(200):  # until every watch has its connection, and each its socket
                 acquired = list(api.session.connector._acquired)  # type: ignore[union-attr]
-                if len(acquired) == 3:
+                if len(acquired) == 3 and all(proto.transport is not None for proto in acquired):
                     break
                 await asyncio.sleep(0.01)
             sockets = [proto.transport.get_extra_info("socket") for proto in acquired]

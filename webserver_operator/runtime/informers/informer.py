@@ -1,0 +1,599 @@
+"""List+watch one resource into a ``Store`` and report every change: client-go's reflector + shared informer.
+
+Why each piece (watch streams die silently in practice, and kubernetes-asyncio's ``Watch`` gets several of these wrong):
+
+* **List, paginated** (``limit`` + ``continue``). The list is a consistent read (no ``resourceVersion``), so a relist
+  never travels back in time. If a continue token expires (410) the list starts over; a half list is never applied.
+* **Replace the store and diff**: keys that vanished between lists become ``DELETED``, new or changed ones ``ADDED``
+  / ``MODIFIED``. Handlers see a relist like any other change and need no resync special case.
+* **Watch from the list's resourceVersion** with ``allowWatchBookmarks`` and a server ``timeoutSeconds`` jittered in
+  [0.5x, 1x] (client-go uses 5-10 min) so replicas do not reconnect in lock step. BOOKMARK events carry only
+  ``metadata.resourceVersion``: they move the resume point and touch nothing else.
+* **Normal end of a watch** (the server's timeout): re-watch from the last resourceVersion; no relist.
+* **410 Gone** (HTTP status or an ERROR event carrying a Status with code 410): the resume point fell out of the
+  server's window -> relist. Re-watching with the same stale resourceVersion (what kubernetes-asyncio does) loops.
+* **Transport errors, 429, 5xx**: capped exponential backoff with jitter, then re-watch from the last resourceVersion.
+* **403 / 404**: missing RBAC or CRD. Log what to fix, retry slowly, never crash. ``synced`` stays unset until a list
+  succeeds so readiness reports the problem.
+* **Stall watchdog**: a watch that delivers nothing (not even a bookmark) for ``stall_timeout`` is abandoned and
+  restarted from the last resourceVersion, after the same backoff as a failure (so a tiny stall timeout cannot open
+  watches in a loop); half-open TCP connections otherwise leave the cache silently frozen. By default the stall
+  timeout is drawn per watch from 90-120 s: the API server sends a bookmark about every 60 s on a quiet watch.
+  ``last_activity`` feeds /healthz.
+
+* **Shard filter** (``shard``: a ``runtime.sharding.ranges.ShardRange``, or the ``ShardUnion`` of the shards a replica
+holds, for
+  an operator sharded by namespace hash): every list and watch carries
+  ``shardSelector=shardRange(object.metadata.namespace, '0x…', '0x…')`` (several joined by `` || `` for a union),
+  which an API server with the ``ShardedListAndWatch`` gate (alpha in 1.36) applies and one without ignores. Every
+  listed object and watch event is also tested here, before the store, so another shard's object never reaches the
+  store or a handler on either path; a dropped event still moves the resume point. ``shard_filtering`` says who was
+  found to filter (``runtime.sharding.filter``). No shard, or the one range covering everything (``--shards 1``):
+  nothing is sent or tested, today's requests exactly.
+* **Shards change** (``rescope``, from ``runtime.sharding.cache``: one informer per view serves every shard its replica
+  holds, with the union of their ranges as the selector). Objects of shards let go leave the store at once, handed
+  back to the caller (they were not deleted: no DELETED event), and the request in flight is given up
+  (``runtime.informers.interrupt``). Fewer shards: re-watch from the resume point with the narrower selector. More
+  shards: a
+  new list with the wider one, after a short settle (``scope_settle``) so that the gains of one Lease round make one
+  list; a list taken while the shards changed is not applied. The store's diff makes that relist report only the new
+  shards' objects (and real changes): unchanged objects of shards held before produce no event.
+  ``wait_listed(scope_version)`` returns once a list with that scope (or a later one) is in the store.
+
+``on_event(type, obj, old)`` runs synchronously right after the store changed; handlers only enqueue keys.
+resourceVersions are opaque strings: events are applied in arrival order, never compared. Failures are the kube
+layer's typed errors (``Gone``, ``Forbidden``, ``NotFound``, ...), watch ``ERROR`` events included: they are parsed
+by the same ``metav1.Status`` parser as HTTP error bodies.
+
+Created by ``runtime.informers.group.InformerGroup`` (one per watched namespace); its ``store`` is what reconcilers
+read and its ``on_event`` hands every change to the controller's event mapping.
+"""
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from webserver_operator import metrics
+from webserver_operator.core.backoff import Backoff, BackoffPolicy
+from webserver_operator.core.resources import Resource
+from webserver_operator.core.settings import DEFAULT_STALL_TIMEOUT_RANGE
+from webserver_operator.core.vocabulary import EventHandler, EventType, KubeObject, WatchApi, object_key
+from webserver_operator.kube.errors import Forbidden, Gone, NotFound, api_error_from_status
+from webserver_operator.kube.transport.idle import IdleTimer
+from webserver_operator.runtime.informers.interrupt import Interrupt, Interrupted
+from webserver_operator.runtime.informers.store import Store, StoreEvent
+from webserver_operator.runtime.sharding.filter import (
+    PROCESS_FALLBACK_NOTICE,
+    FallbackNotice,
+    Placement,
+    ShardFilter,
+    ShardFiltering,
+)
+from webserver_operator.runtime.sharding.ranges import ShardRange, ShardUnion
+
+logger = logging.getLogger(__name__)
+
+_DEFAULT_WATCH_TIMEOUT_SECONDS = 300
+_MIN_WATCH_TIMEOUT_SECONDS = 60  # jitter never takes a watch below this (or below the configured value if smaller)
+_PAGE_SIZE = 500
+#: client-go's reflector backoff (800 ms doubling to 30 s); a missing CRD or permission is retried more slowly.
+_RECONNECT_BACKOFF = BackoffPolicy(base=0.8, cap=30.0, jitter=0.5)
+_FORBIDDEN_BACKOFF = BackoffPolicy(base=5.0, cap=60.0, jitter=0.5)
+_SHORT_WATCH_SECONDS = 1.0  # an empty watch that ends sooner than this is treated as a failure (no hot loop)
+#: A sharded informer waits this long before a list for new shards: a Lease round gains its shards one Lease write
+#: after another, milliseconds apart, and they should make one list, not one each.
+_SCOPE_SETTLE_SECONDS = 0.25
+
+
+class _Listed(NamedTuple):
+    """A full list: the items of this informer's shard, its resourceVersion, and what said who filtered."""
+
+    items: list[KubeObject]
+    resource_version: str
+    echoed: bool  # every page carried ``shardInfo`` with our selector (False without a shard filter)
+    strays: int  # items outside the shard that arrived (and were dropped)
+
+
+class _RestartList(Exception):
+    """A continue token expired mid-list: start the list over."""
+
+
+class _Stalled(Exception):
+    """The watch delivered nothing for ``stall_timeout``."""
+
+
+def noop_handler(_type: EventType, _obj: KubeObject, _old: KubeObject | None) -> None:
+    return None
+
+
+#: Annotation kubectl writes with a full copy of the object as last applied: never read by a controller.
+_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def strip_unread_fields(obj: KubeObject) -> KubeObject:
+    """Drop what no reconciler reads before an object is cached (controller-runtime's default transform).
+
+    ``managedFields`` and kubectl's last-applied copy are often most of an object's size. Writes are computed
+    between the cached object and a copy of it, so a field absent from both never appears in a patch; status writes
+    go to the status subresource, which ignores metadata.
+    """
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict) and _LAST_APPLIED in annotations:
+            del annotations[_LAST_APPLIED]
+    return obj
+
+
+def _failure_reason(exc: BaseException) -> str:
+    """The ``reason`` label of the watch-restart metric for a failure (and the word the logs use)."""
+    if isinstance(exc, Gone):
+        return "expired"
+    if isinstance(exc, Forbidden):
+        return "forbidden"
+    if isinstance(exc, NotFound):
+        return "not_found"
+    return "error"  # TransportError, 429, 5xx, decoding errors, bugs: all retried with backoff
+
+
+def _needs_a_person(exc: BaseException) -> bool:
+    """403/404: the CRD or our access is missing; only a list tells when it is back."""
+    return isinstance(exc, Forbidden | NotFound)
+
+
+class Informer:
+    """Keeps ``store`` in line with one resource (optionally one namespace and a label selector)."""
+
+    def __init__(
+        self,
+        api: WatchApi,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        shard: ShardRange | ShardUnion | None = None,
+        name: str | None = None,
+        on_event: EventHandler | None = None,
+        watch_timeout_seconds: int = _DEFAULT_WATCH_TIMEOUT_SECONDS,
+        stall_timeout: float | None = None,
+        page_size: int = _PAGE_SIZE,
+        backoff: Backoff | None = None,
+        forbidden_backoff: Backoff | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        rng: Callable[[], float] = random.random,
+        fallback_notice: FallbackNotice = PROCESS_FALLBACK_NOTICE,
+        scope_settle: float = _SCOPE_SETTLE_SECONDS,
+    ) -> None:
+        if watch_timeout_seconds < 1:
+            raise ValueError("watch_timeout_seconds must be >= 1")
+        self.api = api
+        self.resource = resource
+        self.namespace = namespace if resource.namespaced else None
+        self.label_selector = label_selector
+        self.name = name or resource.plural
+        # The routine restart reasons exist at 0 from the start: a series born at 1 hides its first restart from rate().
+        self._restarts = {
+            reason: metrics.WATCH_RESTARTS.labels(resource=self.name, reason=reason)
+            for reason in ("timeout", "closed", "stalled")
+        }
+        #: ``None`` when the informer keeps everything (no shards, or ``--shards 1``).
+        self.shard_filter = ShardFilter.for_range(shard, resource, name=self.name, notice=fallback_notice)
+        self.on_event: EventHandler = on_event or noop_handler
+        self.watch_timeout_seconds = watch_timeout_seconds
+        #: Seconds of silence before a watch is restarted; ``None``: drawn per watch from the default range.
+        self.stall_timeout = stall_timeout
+        self.page_size = page_size
+        self._clock = clock
+        self._rng = rng
+        self._backoff = backoff or Backoff(_RECONNECT_BACKOFF, clock=clock, rand=rng)
+        self._forbidden_backoff = forbidden_backoff or Backoff(_FORBIDDEN_BACKOFF, clock=clock, rand=rng)
+
+        self.store = Store()
+        #: Set once the first full list is in the store; never cleared (like client-go's HasSynced).
+        self.synced = asyncio.Event()
+        #: Monotonic time of the last sign of life from the API server (list page, watch event, clean watch end).
+        self.last_activity = clock()
+        self.consecutive_failures = 0
+        #: Resume point: the list's resourceVersion, then that of every watch event (bookmarks included).
+        self.resource_version = ""
+        self._path = resource.path(namespace=self.namespace)
+        self._m_events = {t: metrics.WATCH_EVENTS.labels(resource=self.name, type=t) for t in _EVENT_TYPES}
+        # Changing shards (sharded informers only; see ``rescope``).
+        self.scope_settle = scope_settle
+        self._interrupt = Interrupt()
+        self._scope_version = 0  # +1 on every rescope
+        self._listed_version = -1  # the scope version of the last list applied
+        self._needs_list = True  # the store lacks shards of the scope: set on start and on every gain
+        self._settle = self.shard_filter is not None  # wait scope_settle before the next list
+        self._list_applied = asyncio.Condition()
+
+    @property
+    def shard(self) -> ShardUnion | None:
+        """The shards this informer keeps now; ``None`` when it keeps everything."""
+        return self.shard_filter.scope if self.shard_filter is not None else None
+
+    @property
+    def shard_filtering(self) -> ShardFiltering | None:
+        """Who was found to filter by shard (``server``, ``client``, ``unconfirmed``); ``None`` without a shard."""
+        return self.shard_filter.filtering if self.shard_filter is not None else None
+
+    # -- changing shards ----------------------------------------------------------------------------------------------
+
+    @property
+    def scope_version(self) -> int:
+        """Counts the rescopes: ``wait_listed(scope_version)`` waits for a list of the shards kept now."""
+        return self._scope_version
+
+    @property
+    def scope_listed(self) -> bool:
+        """Every shard kept now has been listed into the store (read by the probes' thread: a plain bool)."""
+        return not self._needs_list
+
+    def rescope(self, scope: ShardUnion) -> list[KubeObject]:
+        """Keep ``scope`` from now on; returns the objects dropped from the store (their shards are let go).
+
+        No handler hears of the dropped objects: they were not deleted. See the module docstring.
+        """
+        if self.shard_filter is None:
+            raise ValueError(f"informer {self.name} keeps every namespace: it has no shards to change")
+        if scope == self.shard_filter.scope:
+            return []
+        if self.shard_filter.rescope(scope):
+            self._needs_list = self._settle = True
+        self._scope_version += 1
+        released = []
+        for obj in self.store.list():
+            key = object_key(obj)
+            if not scope.contains(key[0]):
+                self.store.delete(key)
+                released.append(obj)
+        self._interrupt.fire()
+        logger.info(
+            "informer %s: now keeping %s (%d object(s) let go)",
+            self.name,
+            scope,
+            len(released),
+            extra={"informer": self.name},
+        )
+        return released
+
+    async def wait_listed(self, scope_version: int) -> None:
+        """Return once a list taken at ``scope_version`` or later is in the store."""
+        async with self._list_applied:
+            await self._list_applied.wait_for(lambda: self._listed_version >= scope_version)
+
+    def _guarded(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """The request in flight, given up by ``rescope`` (only a sharded informer has shards to change)."""
+        return self._interrupt.guard() if self.shard_filter is not None else contextlib.nullcontext()
+
+    # -- health -------------------------------------------------------------------------------------------------------
+
+    def seconds_since_activity(self) -> float:
+        return self._clock() - self.last_activity
+
+    def _touch(self) -> None:
+        self.last_activity = self._clock()
+
+    # -- main loop ----------------------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """List, then watch, recovering from every failure; returns only by cancellation."""
+        self._touch()
+        log_extra = {"informer": self.name, "namespace": self.namespace or ""}
+        if self.shard is not None:
+            logger.info("informer %s starting (path %s, %s)", self.name, self._path, self.shard, extra=log_extra)
+        else:
+            logger.info("informer %s starting (path %s)", self.name, self._path, extra=log_extra)
+        first = True
+        while True:
+            if not await self._list_once(relist=not first):
+                continue
+            first = False
+            reason = await self._watch_until_relist()
+            logger.info("informer %s relisting (%s)", self.name, reason, extra=log_extra)
+
+    # -- list ---------------------------------------------------------------------------------------------------------
+
+    async def _list_once(self, *, relist: bool) -> bool:
+        """One attempt at a full list applied to the store; on failure log, back off and return False.
+
+        A list during which the shards changed is not applied (False, no backoff): the next one asks for the new ones.
+        """
+        if self._settle:
+            self._settle = False
+            await asyncio.sleep(self.scope_settle)
+        version = self._scope_version
+        try:
+            async with self._guarded():
+                items, resource_version, echoed, strays = await self._list_all()
+        except Interrupted:
+            return False
+        except Exception as exc:  # an informer must never die: every failure is retried
+            await self._fail("list", exc)
+            return False
+        if version != self._scope_version:
+            return False
+        if self.shard_filter is not None:
+            self.shard_filter.after_list(echoed=echoed, strays=strays)
+        self.consecutive_failures = 0
+        self.resource_version = resource_version
+        metrics.WATCH_RELISTS.labels(resource=self.name).inc()
+        self._dispatch(self.store.replace(items, resource_version))
+        self._listed_version = version
+        self._needs_list = False
+        async with self._list_applied:
+            self._list_applied.notify_all()
+        if not self.synced.is_set():
+            self.synced.set()
+            logger.info(
+                "informer %s synced: %d object(s) at resourceVersion %s",
+                self.name,
+                len(self.store),
+                resource_version,
+                extra={"informer": self.name, "objects": len(self.store)},
+            )
+        elif relist:
+            logger.debug("informer %s relisted %d object(s)", self.name, len(self.store))
+        return True
+
+    async def _list_all(self) -> _Listed:
+        """The full list (only this informer's shard items), restarted if a continue token expires."""
+        while True:
+            try:
+                return await self._list_pages()
+            except _RestartList:
+                logger.info("informer %s: list continue token expired, restarting the list", self.name)
+
+    async def _list_pages(self) -> _Listed:
+        items: list[KubeObject] = []
+        token: str | None = None
+        echoed = self.shard_filter is not None
+        strays = 0
+        while True:
+            query = {"limit": str(self.page_size)}
+            if self.label_selector:
+                query["labelSelector"] = self.label_selector
+            if self.shard_filter is not None:
+                self.shard_filter.add_to(query)
+            if token:
+                query["continue"] = token
+            try:
+                page = await self.api.request("GET", self._path, query=query)
+            except Gone as exc:
+                if token:
+                    raise _RestartList from exc
+                raise
+            self._touch()
+            meta = page.get("metadata") or {}
+            if self.shard_filter is not None:
+                echoed = self.shard_filter.echoed(meta, path=self._path) and echoed
+            for item in page.get("items") or ():
+                placement: Placement = "kept" if self.shard_filter is None else self.shard_filter.place(item)
+                if placement == "kept":
+                    items.append(self._complete(item))
+                elif placement == "stray":
+                    strays += 1
+            token = meta.get("continue") or None
+            if not token:
+                return _Listed(items, str(meta.get("resourceVersion") or ""), echoed, strays)
+
+    def _complete(self, obj: KubeObject) -> KubeObject:
+        """List items lack kind/apiVersion (watch objects carry them); fill them in so both look the same."""
+        obj.setdefault("apiVersion", self.resource.api_version)
+        obj.setdefault("kind", self.resource.kind)
+        return strip_unread_fields(obj)
+
+    # -- watch --------------------------------------------------------------------------------------------------------
+
+    async def _watch_until_relist(self) -> str:
+        """Watch (and re-watch) from ``resource_version`` until only a relist helps; returns the reason."""
+        while True:
+            if self._needs_list:  # shards gained while no request was in flight (e.g. during a backoff)
+                return "new shards"
+            started = self._clock()
+            stall_timeout = self._stall_timeout()
+            try:
+                async with self._guarded():
+                    received = await self._watch_once(stall_timeout)
+            except Interrupted:
+                self._restart("rescoped")
+                continue  # shards gained: the check above relists; shards let go: a narrower watch, same resume point
+            except _Stalled:
+                self._restart("stalled")
+                delay = self._backoff.next_delay()
+                logger.warning(
+                    "informer %s: watch delivered nothing for %.0fs (not even a bookmark), restarting it from "
+                    "resourceVersion %s in %.1fs",
+                    self.name,
+                    stall_timeout,
+                    self.resource_version,
+                    delay,
+                    extra={"informer": self.name},
+                )
+                await asyncio.sleep(delay)
+                continue
+            except Exception as exc:  # an informer must never die: every failure is retried
+                reason = _failure_reason(exc)
+                self._restart(reason)
+                if isinstance(exc, Gone):
+                    if self._clock() - started < _SHORT_WATCH_SECONDS:
+                        # Gone right away, again and again, would be a tight list/watch loop: pace it.
+                        await asyncio.sleep(self._backoff.next_delay())
+                    return reason
+                await self._fail("watch", exc)
+                if _needs_a_person(exc):
+                    return reason  # the CRD or our access may have changed: only a list tells the truth
+                continue
+            self._touch()
+            self.consecutive_failures = 0
+            if received == 0 and self._clock() - started < _SHORT_WATCH_SECONDS:
+                self._restart("closed")
+                await asyncio.sleep(self._backoff.next_delay())  # a server that closes at once must not spin us
+            else:
+                self._restart("timeout")
+
+    async def _watch_once(self, stall_timeout: float) -> int:
+        """One watch request; returns the number of events on a normal end, raises on anything else."""
+        query = {
+            "watch": "true",
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(self._watch_timeout()),
+        }
+        if self.resource_version:
+            query["resourceVersion"] = self.resource_version
+        if self.label_selector:
+            query["labelSelector"] = self.label_selector
+        if self.shard_filter is not None:
+            self.shard_filter.add_to(query)
+        received = 0
+        loop = asyncio.get_running_loop()
+        # One timer for the whole watch (``kube.transport.idle``), not one rescheduled per event: when nothing came for
+        # ``stall_timeout`` it expires ``watchdog``, which cancels this task with TimeoutError.
+        watchdog = asyncio.timeout(None)
+        stall = IdleTimer(stall_timeout, lambda: watchdog.reschedule(loop.time()))
+        try:
+            async with watchdog:
+                stall.touch()  # covers opening the watch too; every event touches it again
+                async with self.api.watch(self._path, query=query) as stream:
+                    async for event in stream:
+                        stall.touch()
+                        received += 1
+                        self._touch()
+                        self.consecutive_failures = 0
+                        self._apply(event)
+        except TimeoutError:
+            if watchdog.expired():
+                raise _Stalled from None
+            raise
+        finally:
+            stall.stop()
+        return received
+
+    def _stall_timeout(self) -> float:
+        if self.stall_timeout is not None:
+            return self.stall_timeout
+        low, high = DEFAULT_STALL_TIMEOUT_RANGE
+        return low + (high - low) * self._rng()
+
+    def _watch_timeout(self) -> int:
+        base = self.watch_timeout_seconds
+        floor = min(base, _MIN_WATCH_TIMEOUT_SECONDS)
+        return max(floor, int(base * (0.5 + 0.5 * self._rng())))
+
+    def _apply(self, event: dict[str, Any]) -> None:
+        event_type = str(event.get("type") or "")
+        obj = event.get("object") or {}
+        if event_type in self._m_events:
+            self._m_events[event_type].inc()
+        if event_type == "ERROR":
+            logger.info(
+                "informer %s: watch ERROR event: %s (%s)",
+                self.name,
+                obj.get("message"),
+                obj.get("reason"),
+                extra={"informer": self.name, "code": obj.get("code")},
+            )
+            raise api_error_from_status(obj, method="GET", path=self._path, verb="watch")
+        new_rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        if event_type == "BOOKMARK":
+            if new_rv:
+                self.resource_version = new_rv
+            return
+        if event_type not in ("ADDED", "MODIFIED", "DELETED"):
+            logger.warning("informer %s: ignoring watch event of unknown type %r", self.name, event_type)
+            return
+        placement: Placement = "kept" if self.shard_filter is None else self.shard_filter.place(obj)
+        if placement != "kept":
+            if new_rv:
+                self.resource_version = new_rv
+            if placement == "stray" and self.shard_filter is not None:
+                self.shard_filter.after_stray_event(obj)
+            return
+        change: StoreEvent
+        strip_unread_fields(obj)
+        if event_type == "DELETED":
+            old = self.store.delete(object_key(obj))
+            change = ("DELETED", obj, old)
+        else:
+            typed: EventType = "ADDED" if event_type == "ADDED" else "MODIFIED"
+            change = (typed, obj, self.store.upsert(obj))
+        if new_rv:
+            self.resource_version = new_rv
+        self._dispatch([change])
+
+    # -- helpers ------------------------------------------------------------------------------------------------------
+
+    def _dispatch(self, changes: list[StoreEvent]) -> None:
+        for event_type, obj, old in changes:
+            try:
+                self.on_event(event_type, obj, old)
+            except Exception:
+                logger.exception(
+                    "informer %s: event handler failed for %s %s/%s",
+                    self.name,
+                    event_type,
+                    *object_key(obj),
+                    extra={"informer": self.name},
+                )
+
+    def _restart(self, reason: str) -> None:
+        counter = self._restarts.get(reason)
+        if counter is None:
+            counter = self._restarts[reason] = metrics.WATCH_RESTARTS.labels(resource=self.name, reason=reason)
+        counter.inc()
+
+    async def _fail(self, phase: str, exc: Exception) -> None:
+        self.consecutive_failures += 1
+        extra = {
+            "informer": self.name,
+            "phase": phase,
+            "failure": _failure_reason(exc),
+            "consecutive_failures": self.consecutive_failures,
+        }
+        if isinstance(exc, Forbidden):
+            delay = self._forbidden_backoff.next_delay()
+            logger.error(
+                "informer %s: %s of %s is forbidden; the operator's ServiceAccount needs get/list/watch on %s "
+                "(check the ClusterRole/Role and its binding). Retrying in %.0fs: %s",
+                self.name,
+                phase,
+                self._path,
+                self.resource.plural,
+                delay,
+                exc,
+                extra=extra,
+            )
+        elif isinstance(exc, NotFound):
+            delay = self._forbidden_backoff.next_delay()
+            logger.error(
+                "informer %s: %s of %s returned 404: is the CustomResourceDefinition for %s (%s) installed? "
+                "Retrying in %.0fs: %s",
+                self.name,
+                phase,
+                self._path,
+                self.resource.kind,
+                self.resource.api_version,
+                delay,
+                exc,
+                extra=extra,
+            )
+        else:
+            delay = self._backoff.next_delay()
+            logger.warning(
+                "informer %s: %s failed (%s: %s); retrying in %.2fs",
+                self.name,
+                phase,
+                type(exc).__name__,
+                exc,
+                delay,
+                extra=extra,
+            )
+        await asyncio.sleep(delay)
+
+
+_EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR")
