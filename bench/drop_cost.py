@@ -1,10 +1,11 @@
 """What a sharded replica spends on a watch event of another shard once its bytes have arrived.
 
 Why: without the ``ShardedListAndWatch`` gate every replica receives every shard's events and drops the others'
-(``runtime.shardfilter``). The sharded benchmark (``bench.sharded``, ``--client-side-too``) measures the whole cost
+(``runtime.sharding.filter``). The sharded benchmark (``bench.sharded``, ``--client-side-too``) measures the whole cost
 of that: a replica of 4 spent about 235 microseconds more per dropped event than with the gate. This module splits
 that number: it pushes the same events through the operator's own watch path in-process (``kube.stream.WatchStream``
-cutting and decoding lines, ``runtime.informer.Informer`` applying them, with its shard filter), with no socket, TLS
+cutting and decoding lines, ``runtime.informers.informer.Informer`` applying them, with its shard filter), with no
+socket, TLS
 or HTTP underneath, and reports process CPU per event for three cases: no filter, every event of a held shard
 (kept), every event of another shard (dropped). What the operator's own code spends on a dropped event is therefore
 measured here; the rest of the benchmark's figure is receiving it (kernel, TLS record, HTTP chunk, event-loop
@@ -29,13 +30,13 @@ from typing import Any, Unpack
 
 from bench.progress import say
 from webserver_operator.core.resources import DEPLOYMENTS
-from webserver_operator.core.shards import ShardUnion, shard_index, shard_ranges
 from webserver_operator.core.vocabulary import QueryValue, RequestOptions
 from webserver_operator.kube import jsoncodec
 from webserver_operator.kube.stream import WatchStream
 from webserver_operator.manager.eventloop import choose_loop, run
-from webserver_operator.runtime.informer import Informer
-from webserver_operator.runtime.shardfilter import FallbackNotice
+from webserver_operator.runtime.informers.informer import Informer
+from webserver_operator.runtime.sharding.filter import FallbackNotice
+from webserver_operator.runtime.sharding.ranges import ShardUnion, shard_index, shard_ranges
 
 #: The namespace every sample event lives in.
 NAMESPACE = "bench-ns-0042"

@@ -5,7 +5,8 @@ operator's CPU. This measures it alone, against a local aiohttp server in the sa
 the server's share, equal in every mode), alternating the modes within one run so that drift in machine load hits
 all of them alike: ``KubeClient`` on the standard library's loop and on uvloop (``manager.eventloop``) and, with
 ``--aiohttp``, the same requests sent by a bare aiohttp client session on uvloop, the transport ``KubeClient`` used
-before ``kube.connection`` (issue 19; without the client's metrics, token and retry bookkeeping, so a lower bound).
+before ``kube.transport.connection`` (issue 19; without the client's metrics, token and retry bookkeeping, so a lower
+bound).
 
 Run: ``.venv/bin/python -m bench.request_cost [--requests 2000] [--rounds 3] [--aiohttp]``; prints the median per
 mode. Run the same file in two checkouts to compare two versions of the request path.

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from webserver_operator.core.shards import shard_index
+from webserver_operator.runtime.sharding.ranges import shard_index
 
 #: The two filtering paths: the API server applies the shard selector (ShardedListAndWatch gate on), or every
 #: replica receives everything and drops the other shards' objects itself (gate off).

@@ -28,9 +28,9 @@ def _manifests(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from webserver_operator.manager.configuration import SettingsError, load_settings  # noqa: PLC0415
     from webserver_operator.manager.logs import configure_logging  # noqa: PLC0415
     from webserver_operator.manager.operator import run_operator  # noqa: PLC0415
-    from webserver_operator.manager.settings import SettingsError, load_settings  # noqa: PLC0415
 
     try:
         settings = load_settings(args)
@@ -66,7 +66,7 @@ def _version(_: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="webserver-operator", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    from webserver_operator.manager.settings import add_arguments  # noqa: PLC0415
+    from webserver_operator.manager.configuration import add_arguments  # noqa: PLC0415
 
     run = sub.add_parser("run", help="run the operator against the current kubeconfig or in-cluster config")
     add_arguments(run)

@@ -21,7 +21,7 @@ from webserver_operator.core.settings import ClientSettings, LeaseSettings
 from webserver_operator.kube.client import KubeClient
 from webserver_operator.kube.config import load_configuration
 from webserver_operator.kube.errors import WritesStopped
-from webserver_operator.runtime.lease import Lease, LeaseLost
+from webserver_operator.runtime.leases.lease import Lease, LeaseLost
 
 LEASE = 2.0
 RENEW = 1.5

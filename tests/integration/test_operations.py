@@ -31,9 +31,9 @@ from tests.support.factories import webserver
 from tests.support.proxy import FreezableProxy
 from tests.support.webservers import wait_condition, wait_field, wait_ready
 from webserver_operator.core.settings import ClientSettings, ServerSettings, WatchSettings
-from webserver_operator.manager import certs
+from webserver_operator.manager.configuration import Settings
+from webserver_operator.manager.metrics import certs
 from webserver_operator.manager.operator import Operator
-from webserver_operator.manager.settings import Settings
 
 
 def _grant(cluster: Cluster, namespace: str, rules: Iterable[Rule]) -> None:
@@ -171,7 +171,7 @@ async def test_the_first_reconcile_does_not_wait_for_the_metrics_certificate(
         certificate_made.wait(60)
         return real(cert_dir)
 
-    monkeypatch.setattr("webserver_operator.manager.metrics_server.server_ssl_context", slow_certificate)
+    monkeypatch.setattr("webserver_operator.manager.metrics.server.server_ssl_context", slow_certificate)
     cluster.apply(webserver("web", replicas=1), namespace=namespace)
     settings = Settings(
         client=ClientSettings(kubeconfig=str(cluster.kubeconfig)),

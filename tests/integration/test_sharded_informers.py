@@ -1,7 +1,7 @@
 """Sharded informers against real kube-apiservers: one with the ShardedListAndWatch gate, one without it.
 
-What only a real server proves: the selector syntax our ``core.shards`` writes is the one the server parses and
-echoes in ``metadata.shardInfo``; the server puts every namespace in the shard our FNV-1a says; it filters lists
+What only a real server proves: the selector syntax our ``runtime.sharding.ranges`` writes is the one the server parses
+and echoes in ``metadata.shardInfo``; the server puts every namespace in the shard our FNV-1a says; it filters lists
 (page by page) and watches, for a custom resource (WebServers) and a built-in one (ConfigMaps); and a server without
 the gate ignores the parameter, so the informers' client-side fallback is what keeps each cache to its shard.
 
@@ -27,12 +27,12 @@ from tests.support.sharding import namespaces_per_shard, raw_list
 from webserver_operator import metrics
 from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import ClientSettings
-from webserver_operator.core.shards import shard_index, shard_ranges
 from webserver_operator.core.vocabulary import KubeObject
 from webserver_operator.kube.client import KubeClient
 from webserver_operator.kube.config import load_configuration
-from webserver_operator.runtime.informer import Informer
-from webserver_operator.runtime.shardfilter import FallbackNotice
+from webserver_operator.runtime.informers.informer import Informer
+from webserver_operator.runtime.sharding.filter import FallbackNotice
+from webserver_operator.runtime.sharding.ranges import shard_index, shard_ranges
 
 SHARDS = 4
 PER_SHARD = 3

@@ -28,9 +28,9 @@ from tests.support.cluster import Cluster, wait_until
 from tests.support.factories import webserver
 from tests.support.sharding import fresh_namespaces
 from tests.support.webservers import wait_ready
-from webserver_operator.core.shardconfig import SHARD_COUNT_LABEL
-from webserver_operator.core.shards import shard_index
 from webserver_operator.desired import CHILD_LABEL_SELECTOR
+from webserver_operator.runtime.sharding.config import SHARD_COUNT_LABEL
+from webserver_operator.runtime.sharding.ranges import shard_index
 
 SHARDS = 6
 REPLICAS = 3

@@ -2,7 +2,7 @@
 
 Why a separate process: Prometheus scrapes from elsewhere. Scraping from threads of the process under test would
 make the scrapers compete with its health thread for the same interpreter lock, which measures the scrapers, not
-the operator. Used by tests/unit/manager/test_scrape_flood.py:
+the operator. Used by tests/unit/manager/metrics/test_scrape_flood.py:
 
     python -m tests.support.flood URL --token T --concurrency 32 --seconds 4
 """

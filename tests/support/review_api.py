@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from webserver_operator.manager.reviews import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
+from webserver_operator.manager.metrics.reviews import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
 
 
 class ReviewApi:

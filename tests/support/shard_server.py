@@ -21,8 +21,8 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Unpack
 
 from webserver_operator.core.resources import Resource
-from webserver_operator.core.shards import SHARD_SELECTOR_PARAM, namespace_hash
 from webserver_operator.core.vocabulary import KubeObject, ObjectKey, QueryValue, RequestOptions
+from webserver_operator.runtime.sharding.ranges import SHARD_SELECTOR_PARAM, namespace_hash
 
 _BOUNDS = re.compile(r"'(0x[0-9a-f]+)', '(0x[0-9a-f]+)'")
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from harness.paths import HACK
 from tests.support.cluster import Cluster
-from webserver_operator.core.shards import shard_index, shard_ranges
+from webserver_operator.runtime.sharding.ranges import shard_index, shard_ranges
 
 
 def gate_on(cluster: Cluster) -> bool:

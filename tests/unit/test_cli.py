@@ -29,7 +29,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_run_help_shows_every_flag_with_its_default(capsys: pytest.CaptureFixture[str]) -> None:
-    from webserver_operator.manager.settings import setting_fields  # noqa: PLC0415 - only this test needs it
+    from webserver_operator.manager.configuration import setting_fields  # noqa: PLC0415 - only this test needs it
 
     with pytest.raises(SystemExit):
         main(["run", "--help"])

@@ -4,7 +4,7 @@ Why sections (as kopf's ``OperatorSettings``): the API client takes ``settings.c
 ``settings.controller`` and ``settings.watch``, every Lease ``settings.lease``, the manager ``settings.leader_election``
 and the endpoints ``settings.server``; each validates its own values once, here, and nothing maps one settings object
 into another by hand. The sections live in the bottom layer so every layer can name the one it reads;
-``manager.settings`` composes them into the root object that is read from ``WEBSERVER_OPERATOR_*`` variables and
+``manager.configuration`` composes them into the root object that is read from ``WEBSERVER_OPERATOR_*`` variables and
 ``run`` flags.
 
 Field names are unique across sections and are the user-facing names: ``workers`` is the flag ``--workers`` and the
@@ -90,7 +90,7 @@ class ClientSettings(_Section):
 
 
 class WatchSettings(_Section):
-    """What the informers watch and when they give up on a silent watch (``runtime.informer``)."""
+    """What the informers watch and when they give up on a silent watch (``runtime.informers.informer``)."""
 
     namespaces: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
@@ -175,7 +175,7 @@ class ControllerSettings(_Section):
 
 
 class LeaseSettings(_Section):
-    """How every Lease this replica takes is claimed, renewed and released (``runtime.lease.Lease``).
+    """How every Lease this replica takes is claimed, renewed and released (``runtime.leases.lease.Lease``).
 
     One section for every Lease (the leader's today, each shard's with sharding): the timing rules are checked here,
     once, and a ``Lease`` takes the section as a whole.
@@ -271,7 +271,7 @@ class LeaderElectionSettings(_Section):
 
 
 class ServerSettings(_Section):
-    """The HTTP endpoints: kubelet probes (``manager.endpoints``) and Prometheus metrics (``manager.metrics_server``).
+    """The HTTP endpoints: kubelet probes (``manager.endpoints``) and Prometheus metrics (``manager.metrics.server``).
 
     /metrics is HTTPS behind the API server's TokenReview and SubjectAccessReview by default, as kubebuilder v4
     scaffolds it: the per-WebServer series name every tenant's WebServers. Plain HTTP is an explicit choice.

@@ -4,8 +4,8 @@ Why one module at the bottom: the reconciler, the controller runtime, the Leases
 read objects, key them, read caches and send requests. Declaring those shapes once, below every layer that uses
 them, means each has one definition to read and one place to change, and no layer needs to import a higher one to
 name a type. The Protocols are structural: ``kube.client.KubeClient`` satisfies ``ApiRequests`` and ``WatchApi``,
-``runtime.store.Store`` and ``runtime.group.InformerGroup`` satisfy ``ObjectReader``, and so do the in-process fakes
-in ``tests/support``.
+``runtime.informers.store.Store`` and ``runtime.informers.group.InformerGroup`` satisfy ``ObjectReader``, and so do the
+in-process fakes in ``tests/support``.
 
 Objects are decoded JSON, exactly as the API server serves them. Objects handed out by a cache are shared,
 read-only dicts: ``copy.deepcopy`` before mutating (the same contract as client-go listers).
@@ -61,7 +61,7 @@ def controller_of(obj: KubeObject) -> dict[str, Any] | None:
 
 
 class ObjectReader(Protocol):
-    """Read-only view over an informer cache (``runtime.store.Store``) or a merged group of them."""
+    """Read-only view over an informer cache (``runtime.informers.store.Store``) or a merged group of them."""
 
     def get(self, key: ObjectKey, /) -> KubeObject | None:
         """The cached object with this key, or ``None``. Shared dict: do not mutate."""

@@ -15,7 +15,8 @@ the content type with a regular expression. And the module keeps about 2 MB resi
 
 Also bypassed, since issue 19: the aiohttp client session the library would have made. Its per-request objects
 (``ClientRequest``, ``ClientResponse``, ``StreamReader``, timers, trace hooks) were over a quarter of the operator's
-CPU in a bulk create; ``kube.connection`` (a pool of keep-alive HTTP/1.1 connections) and ``kube.http1`` (the
+CPU in a bulk create; ``kube.transport.connection`` (a pool of keep-alive HTTP/1.1 connections) and
+``kube.transport.http1`` (the
 bytes) do the same exchanges at about a third of the CPU per request (``bench.request_cost``). What the library's
 ``RESTClientObject.__init__`` configures is kept (kubernetes_asyncio 36.x, read, not guessed): the TLS context
 (``_tls_context``: ``ssl.create_default_context`` with ``cafile=ssl_ca_cert``; ``load_cert_chain(cert_file,
@@ -44,11 +45,11 @@ Traps handled here:
 - The library's session is made with ``trust_env=True``: aiohttp then reads ``~/.netrc`` and the proxy variables in
   a thread-pool executor on every request (a fifth of the operator's CPU in a profiled bulk create).
   ``HTTPS_PROXY``/``NO_PROXY`` are resolved once here for the API server's host, as client-go does (netrc is not a
-  Kubernetes credential source); ``kube.connection`` tunnels through the proxy as Go's ``net/http`` does.
+  Kubernetes credential source); ``kube.transport.connection`` tunnels through the proxy as Go's ``net/http`` does.
 - ``kubernetes_asyncio.watch.Watch`` retries a 410 with the same stale resourceVersion: ``watch()`` here only opens
   and decodes the stream (see ``webserver_operator.kube.stream``); the informer relists.
 
-Writes of a ``gated()`` view (the reconcile path, gated on the leader Lease's ``kube.fence.LeaseFence``) are
+Writes of a ``gated()`` view (the reconcile path, gated on the leader Lease's ``runtime.leases.fence.LeaseFence``) are
 checked when the request starts and again at the last moment, after the rate limiter and the wait for a pooled
 connection, with no await left before the request is written (``kube.gate``): a write refused there raises
 ``WritesStopped`` and nothing of it is sent.
@@ -85,7 +86,6 @@ from webserver_operator import __version__, metrics
 from webserver_operator.core.settings import ClientSettings, WatchSettings
 from webserver_operator.core.vocabulary import QueryValue, RequestOptions
 from webserver_operator.kube import jsoncodec
-from webserver_operator.kube.connection import Connection, ConnectionPool, Endpoint, ProxyError
 from webserver_operator.kube.errors import (
     ConfigurationError,
     KubeError,
@@ -94,11 +94,12 @@ from webserver_operator.kube.errors import (
     api_error_from_response,
 )
 from webserver_operator.kube.gate import WriteCheck
-from webserver_operator.kube.http1 import ProtocolError, ResponseHead, encode_request
 from webserver_operator.kube.library import Configuration
 from webserver_operator.kube.ratelimit import TokenBucket
 from webserver_operator.kube.retry import RetryPolicy, call_with_retries
 from webserver_operator.kube.stream import WatchStream
+from webserver_operator.kube.transport.connection import Connection, ConnectionPool, Endpoint, ProxyError
+from webserver_operator.kube.transport.http1 import ProtocolError, ResponseHead, encode_request
 
 __all__ = ["FIELD_MANAGER", "USER_AGENT", "KubeClient"]
 
@@ -246,8 +247,8 @@ class KubeClient:
     def gated(self, may_write: WriteCheck) -> KubeClient:
         """A view whose writes (POST, PUT, PATCH, DELETE) are refused while ``may_write()`` names a reason.
 
-        The manager gates the reconcile path on the leader Lease's fence (``kube.fence.LeaseFence.why_not``): once
-        its validity deadline has passed no write leaves the process, even from a reconcile that is still running
+        The manager gates the reconcile path on the leader Lease's fence (``runtime.leases.fence.LeaseFence.why_not``):
+        once its validity deadline has passed no write leaves the process, even from a reconcile that is still running
         (``WritesStopped``). ``may_write`` is asked when the request starts (a refused write costs no rate-limit
         token) and again at the last moment, after the rate limiter and the wait for a pooled connection, just
         before the request is written (``kube.gate``), on every attempt. Reads are never gated.

@@ -13,7 +13,7 @@ kubeconfig / in-cluster setup problems found before any request is made.
 Nothing here includes request headers or bodies: they can hold bearer tokens and Secret data.
 
 Raised by ``kube.client`` (and the informer, for watch ERROR events); caught by type in ``runtime``, ``reconcile`` and
-``runtime.lease``.
+``runtime.leases.lease``.
 """
 
 from __future__ import annotations

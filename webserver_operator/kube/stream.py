@@ -18,9 +18,9 @@ resourceVersion); a read timeout, a reset connection or a body cut mid-event rai
 The read timeout (no data for ``read_timeout`` seconds while waiting for the next chunk) is kept here, not by the
 connection: a timer cancelled and scheduled on every received chunk (aiohttp's ``sock_read``) was, for watch
 streams, one chunk per event, 2-3% of the operator's CPU in a bulk create (bench/README.md). A
-``kube.idle.IdleTimer`` keeps one timer, which counts only while a read is waiting.
+``kube.transport.idle.IdleTimer`` keeps one timer, which counts only while a read is waiting.
 
-Built by ``kube.client.watch``; hands decoded events to ``runtime.informer``.
+Built by ``kube.client.watch``; hands decoded events to ``runtime.informers.informer``.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from typing import Any
 
 from webserver_operator.kube import jsoncodec
 from webserver_operator.kube.errors import TransportError
-from webserver_operator.kube.http1 import ProtocolError
-from webserver_operator.kube.idle import IdleTimer
+from webserver_operator.kube.transport.http1 import ProtocolError
+from webserver_operator.kube.transport.idle import IdleTimer
 
 __all__ = ["LineSplitter", "WatchStream"]
 
@@ -72,7 +72,8 @@ class WatchStream:
 
     Built by ``Kube.watch``; ``read_chunk`` returns the next body chunk, ``b""`` at the end of the body. With
     ``read_timeout``, a read that waits that long for data is ended by ``interrupt(TimeoutError)``, which must make
-    the pending ``read_chunk`` raise it (``kube.connection.Connection.interrupt``); ``close()`` stops the timer.
+    the pending ``read_chunk`` raise it (``kube.transport.connection.Connection.interrupt``); ``close()`` stops the
+    timer.
     """
 
     def __init__(

@@ -3,7 +3,7 @@
 Why a separate thread with its own event loop: the probes must tell the truth about the operator's main loop. If
 they ran on that loop, a blocked loop would just make the probe time out, with no message; from a separate thread,
 /healthz answers 500 "event loop blocked for 12.3s" while the main loop is stuck. The main loop only has to tick a
-heartbeat. /metrics has a thread and loop of its own too (``manager.metrics_server``): rendering thousands of
+heartbeat. /metrics has a thread and loop of its own too (``manager.metrics.server``): rendering thousands of
 series, or waiting for the API server to review a scraper's token, never delays a probe.
 
 What the probes check is ``manager.probes``; this module only serves them. Started first by ``manager.operator``.
@@ -18,8 +18,8 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
+from webserver_operator.manager.metrics.serving import ServerThread, Site
 from webserver_operator.manager.probes import Check, Probes, run_checks
-from webserver_operator.manager.serving import ServerThread, Site
 
 
 def _probe_handler(checks: dict[str, Check]) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:

@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from webserver_operator.runtime import logcontext
+from webserver_operator.runtime.controller import logcontext
 
 _STANDARD_ATTRS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
 _TOKEN_RE = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}")
@@ -37,7 +37,7 @@ def _redact(text: str) -> str:
 
 
 def _extras(record: logging.LogRecord) -> dict[str, Any]:
-    """The record's own fields, under those of the reconcile it was written in (``runtime.logcontext``)."""
+    """The record's own fields, under those of the reconcile it was written in (``runtime.controller.logcontext``)."""
     own = {k: v for k, v in vars(record).items() if k not in _STANDARD_ATTRS and not k.startswith("_")}
     return {**logcontext.current(), **own}
 

@@ -1,7 +1,7 @@
 """``Operator``: one operator process: endpoints, clients, informers, the leader Lease and the controller, in order.
 
 Only lifecycle lives here: what the controller watches and how events map to keys is declared next to the
-reconciler (``reconcile.setup``), how a Lease is held in ``runtime.lease``. Called by ``cli`` (``run_operator``);
+reconciler (``reconcile.setup``), how a Lease is held in ``runtime.leases.lease``. Called by ``cli`` (``run_operator``);
 returns the process exit code.
 
 Order of events, after controller-runtime's manager:
@@ -13,7 +13,8 @@ Order of events, after controller-runtime's manager:
    caches, is ready, and takes over without a relist;
 3. with leader election on, reconciling starts only once the Lease is held. Writes are fenced by time: the reconcile
    path's client refuses every write from the renew deadline after the last successful renew was sent, checked
-   just before each request goes on the wire (``kube.fence``, ``kube.gate``), even if the event loop was frozen and
+   just before each request goes on the wire (``runtime.leases.fence``, ``kube.gate``), even if the event loop was
+   frozen and
    nothing else ran. Losing the Lease (a renew round failed, or someone else holds it) stops reconciling at once and
    the process exits non-zero, because a deposed leader must not write;
 4. SIGTERM/SIGINT: stop taking work, let in-flight reconciles finish within the drain timeout, release the Lease so
@@ -41,18 +42,18 @@ from webserver_operator.core.settings import parse_bind_address
 from webserver_operator.kube.client import KubeClient
 from webserver_operator.kube.config import load_configuration
 from webserver_operator.manager import collector
+from webserver_operator.manager.configuration import Settings
 from webserver_operator.manager.endpoints import ProbeServer
-from webserver_operator.manager.metrics_server import MetricsServer
+from webserver_operator.manager.metrics.server import MetricsServer
 from webserver_operator.manager.probes import Heartbeat, Probes, Starting, Watching, cache_synced, watches_running
-from webserver_operator.manager.settings import Settings
 from webserver_operator.manager.shards import ShardWork, publish_one_shard, run_sharded
 from webserver_operator.reconcile.setup import setup_webserver_controller
-from webserver_operator.runtime.cache import InformerCache
-from webserver_operator.runtime.controller import Controller
-from webserver_operator.runtime.lease import Lease
-from webserver_operator.runtime.membership import LeaseGroup, Membership
-from webserver_operator.runtime.shardcache import ShardedInformerCache
-from webserver_operator.runtime.shardset import ShardSet, no_shard_leases_live
+from webserver_operator.runtime.controller.loop import Controller
+from webserver_operator.runtime.informers.cache import InformerCache
+from webserver_operator.runtime.leases.lease import Lease
+from webserver_operator.runtime.sharding.cache import ShardedInformerCache
+from webserver_operator.runtime.sharding.membership import LeaseGroup, Membership
+from webserver_operator.runtime.sharding.shardset import ShardSet, no_shard_leases_live
 
 log = logging.getLogger(__name__)
 

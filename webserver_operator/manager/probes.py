@@ -91,7 +91,7 @@ class Starting:
 
 
 class Watching(Protocol):
-    """What the checks read of a ``runtime.group.InformerGroup``."""
+    """What the checks read of a ``runtime.informers.group.InformerGroup``."""
 
     @property
     def died(self) -> bool: ...

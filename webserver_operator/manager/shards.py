@@ -1,10 +1,11 @@
 """One replica of a sharded operator (``--shards S`` > 1): what it does when it gains and loses a shard, and its life.
 
 Why a module of its own: without sharding one Lease decides everything (``manager.operator``: lead or wait); with it
-every replica reconciles at once, each for the shards whose Leases it holds (``runtime.shardset``), and the pieces
-must move together shard by shard:
+every replica reconciles at once, each for the shards whose Leases it holds (``runtime.sharding.shardset``), and the
+pieces must move together shard by shard:
 
-- **Gained** (the shard's Lease is held): add the shard to the informers' union of held shards (``runtime.shardcache``:
+- **Gained** (the shard's Lease is held): add the shard to the informers' union of held shards
+(``runtime.sharding.cache``:
   one list+watch per resource for all of them, server-side shard selector where the API server has the
   ``ShardedListAndWatch`` gate, the client-side test where it has not); once every view has listed the shard's
   objects, admit the shard's keys to the work queue and enqueue its WebServers. Keys are never
@@ -12,7 +13,8 @@ must move together shard by shard:
   Lease's renewals start after it.
 - **Lost or handed back**: stop admitting the shard's keys, drop them from the queue, wait (up to the drain timeout)
   for its reconciles in flight, take the shard out of the informers' union (its objects leave the cache and its
-  WebServers the metrics: another replica publishes them now). When the Lease was handed back, ``runtime.shardset``
+  WebServers the metrics: another replica publishes them now). When the Lease was handed back,
+  ``runtime.sharding.shardset``
   releases it after this; when it was lost, its fence had closed already, so nothing of the shard's could be written
   meanwhile.
 - **Writes**: the client's write gate is ``ShardSet.why_not``: the namespace of each write names its shard, and that
@@ -37,12 +39,12 @@ from collections.abc import Callable, Mapping, Sized
 from typing import Any
 
 from webserver_operator import metrics
-from webserver_operator.core.shards import shard_index
 from webserver_operator.core.vocabulary import ObjectKey
-from webserver_operator.runtime.controller import Controller
-from webserver_operator.runtime.membership import Membership
-from webserver_operator.runtime.shardcache import ShardedInformerCache
-from webserver_operator.runtime.shardset import ShardSet
+from webserver_operator.runtime.controller.loop import Controller
+from webserver_operator.runtime.sharding.cache import ShardedInformerCache
+from webserver_operator.runtime.sharding.membership import Membership
+from webserver_operator.runtime.sharding.ranges import shard_index
+from webserver_operator.runtime.sharding.shardset import ShardSet
 
 __all__ = ["ShardWork", "publish_one_shard", "publish_shard", "run_sharded"]
 

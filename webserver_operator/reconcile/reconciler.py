@@ -23,8 +23,8 @@ decide when to look again. Each child's sync returns what the child looks like n
 - no finalizers: the garbage collector deletes the children through their ownerReference.
 
 Every write's answer is recorded in ``own_writes``, so that its echo from the watch queues no second reconcile
-(``reconcile.triggers``). Driven by ``runtime.controller.Controller`` (declared in ``reconcile.setup``); hands writes
-to the API through the no-retry client view, so failures go back to the work queue's per-key backoff.
+(``reconcile.triggers``). Driven by ``runtime.controller.loop.Controller`` (declared in ``reconcile.setup``); hands
+writes to the API through the no-retry client view, so failures go back to the work queue's per-key backoff.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ from webserver_operator.reconcile.status import (
     progress_detail,
 )
 from webserver_operator.reconcile.triggers import OwnWrites
-from webserver_operator.runtime.result import Result
+from webserver_operator.runtime.controller.result import Result
 
 log = logging.getLogger(__name__)
 

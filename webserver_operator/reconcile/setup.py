@@ -32,10 +32,10 @@ from webserver_operator.reconcile.reconciler import Caches, WebServerReconciler
 from webserver_operator.reconcile.status import READY
 from webserver_operator.reconcile.triggers import OwnWrites, child_change_matters
 from webserver_operator.reconcile.urgency import availability_changed, progress_wait
-from webserver_operator.runtime.builder import ControllerBuilder
-from webserver_operator.runtime.cache import SharedCache
-from webserver_operator.runtime.controller import Controller
-from webserver_operator.runtime.enqueue import EventFilter, keys_on_delete
+from webserver_operator.runtime.controller.builder import ControllerBuilder
+from webserver_operator.runtime.controller.enqueue import EventFilter, keys_on_delete
+from webserver_operator.runtime.controller.loop import Controller
+from webserver_operator.runtime.informers.cache import SharedCache
 
 _CONTROLLER_NAME = "webserver"
 _CONDITION_STATUSES = ("True", "False", "Unknown")

@@ -7,7 +7,7 @@ operator's own status writes and a new Deployment's rollout progress (created, a
 Deployment that became available queued behind them reached the WebServer's Ready condition hundreds of milliseconds
 late, most of its status lag (bench: issue 19, 2026-11-25). What a user watches (``kubectl wait --for=condition=Ready``,
 Helm ``--wait``, Argo CD) is whether the pods are available, so a change in availability goes to the front of the
-queue (``runtime.workqueue``'s urgent priority); every other change keeps its place or waits (below).
+queue (``runtime.controller.workqueue``'s urgent priority); every other change keeps its place or waits (below).
 
 Pure: ``availability_changed(new, old)`` compares what decides availability, as ``reconcile.status`` reads it for the
 Ready verdict: the number of available replicas, whether the rollout is complete (every replica of the current

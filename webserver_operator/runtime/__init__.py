@@ -1,7 +1,7 @@
 """The generic controller runtime: informers, their shared cache, the work queue, the reconcile loop and the builder.
 
 Nothing here knows about WebServers: it is this project's controller-runtime. The reconcile layer above declares what
-to watch and how to reconcile (``runtime.builder``); the manager runs what it gets back.
+to watch and how to reconcile (``runtime.controller.builder``); the manager runs what it gets back.
 
 Imported by ``reconcile`` (builder, result) and ``manager`` (cache, controller).
 """

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from bench import drop_cost
-from webserver_operator.core.shards import shard_index
 from webserver_operator.kube import jsoncodec
+from webserver_operator.runtime.sharding.ranges import shard_index
 
 
 def test_the_sample_events_are_distinct_deployments_of_one_namespace() -> None:

@@ -15,7 +15,7 @@ from bench.sharded_plan import (
     per_shard,
     split_settled,
 )
-from webserver_operator.core.shards import shard_index
+from webserver_operator.runtime.sharding.ranges import shard_index
 
 
 def test_replicas_are_parsed_in_order_without_duplicates() -> None:

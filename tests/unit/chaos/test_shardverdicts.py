@@ -33,7 +33,7 @@ from chaos.shardverdicts import (
 )
 from harness.audit import Request
 from harness.paths import ROOT
-from webserver_operator.core import shards as operator_shards
+from webserver_operator.runtime.sharding import ranges as operator_shards
 
 GROUP = "chaos-unit-leader"
 COUNT = 2

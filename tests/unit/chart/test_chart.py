@@ -167,7 +167,7 @@ def test_deployment_defaults() -> None:
 
 
 def test_every_flag_the_chart_passes_is_an_operator_setting() -> None:
-    from webserver_operator.manager.settings import setting_fields  # noqa: PLC0415 - only this test needs it
+    from webserver_operator.manager.configuration import setting_fields  # noqa: PLC0415 - only this test needs it
 
     known = {"--" + name.replace("_", "-") for name in setting_fields()}
     known |= {"--no-" + name.replace("_", "-") for name, f in setting_fields().items() if f.annotation is bool}

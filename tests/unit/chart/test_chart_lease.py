@@ -14,7 +14,7 @@ import pytest
 from tests.support.chart import flag_values_of, helm_template, manager_of, render
 from webserver_operator.cli import build_parser
 from webserver_operator.core.settings import LeaseSettings
-from webserver_operator.manager.settings import load_settings
+from webserver_operator.manager.configuration import load_settings
 
 pytestmark = pytest.mark.tools
 

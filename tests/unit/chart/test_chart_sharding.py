@@ -43,7 +43,7 @@ from tests.support.chart import (
     rule_triples,
 )
 from webserver_operator.cli import build_parser
-from webserver_operator.manager.settings import load_settings
+from webserver_operator.manager.configuration import load_settings
 
 pytestmark = pytest.mark.tools
 

@@ -36,12 +36,12 @@ from webserver_operator.core.resources import DEPLOYMENTS, EVENTS, LEASES, SERVI
 from webserver_operator.core.settings import ControllerSettings, LeaseSettings, WatchSettings
 from webserver_operator.core.vocabulary import QueryValue, RequestOptions
 from webserver_operator.kube.paths import parse_path, rbac_verb
-from webserver_operator.manager.metrics_auth import MetricsAuth
-from webserver_operator.manager.reviews import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
+from webserver_operator.manager.metrics.auth import MetricsAuth
+from webserver_operator.manager.metrics.reviews import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
 from webserver_operator.reconcile.setup import setup_webserver_controller
-from webserver_operator.runtime.cache import InformerCache
-from webserver_operator.runtime.lease import Lease
-from webserver_operator.runtime.shardset import no_shard_leases_live
+from webserver_operator.runtime.informers.cache import InformerCache
+from webserver_operator.runtime.leases.lease import Lease
+from webserver_operator.runtime.sharding.shardset import no_shard_leases_live
 
 NS, NAME = "team-a", "web"
 

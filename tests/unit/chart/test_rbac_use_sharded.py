@@ -22,8 +22,8 @@ from tests.support.clock import ManualClock
 from tests.unit.chart.test_rbac_use import RecordingApi
 from webserver_operator.core.resources import LEASES
 from webserver_operator.core.settings import LeaseSettings
-from webserver_operator.runtime.membership import LeaseGroup, Membership
-from webserver_operator.runtime.shardset import ShardSet
+from webserver_operator.runtime.sharding.membership import LeaseGroup, Membership
+from webserver_operator.runtime.sharding.shardset import ShardSet
 
 NS = "ops"
 GROUP = "rel-webserver-operator-leader"

@@ -21,11 +21,11 @@ from kubernetes_asyncio.client.rest import RESTClientObject
 
 from tests.support.tls import issue_certificate
 from webserver_operator.core.settings import ClientSettings
-from webserver_operator.kube import connection as connection_module
 from webserver_operator.kube.client import KubeClient, _endpoint, _tls_context
 from webserver_operator.kube.errors import TransportError
 from webserver_operator.kube.library import Configuration
 from webserver_operator.kube.retry import RetryPolicy
+from webserver_operator.kube.transport import connection as connection_module
 
 SETTINGS = ClientSettings(connect_timeout=2.0, read_timeout=2.0)
 NO_RETRY = RetryPolicy(max_retries=0)

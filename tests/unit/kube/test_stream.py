@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from webserver_operator.kube.connection import ServerDisconnected
 from webserver_operator.kube.errors import TransportError
-from webserver_operator.kube.http1 import ProtocolError
 from webserver_operator.kube.stream import LineSplitter, WatchStream
+from webserver_operator.kube.transport.connection import ServerDisconnected
+from webserver_operator.kube.transport.http1 import ProtocolError
 
 
 def test_splitter_handles_any_chunk_boundary() -> None:

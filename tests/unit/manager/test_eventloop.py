@@ -11,8 +11,8 @@ import uvloop
 
 from webserver_operator.cli import build_parser
 from webserver_operator.kube.errors import ConfigurationError
+from webserver_operator.manager.configuration import SettingsError, load_settings
 from webserver_operator.manager.eventloop import choose_loop, run
-from webserver_operator.manager.settings import SettingsError, load_settings
 
 
 def _missing() -> ModuleType:

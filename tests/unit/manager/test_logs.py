@@ -6,7 +6,7 @@ import json
 import logging
 
 from webserver_operator.manager.logs import JsonFormatter, TextFormatter
-from webserver_operator.runtime.logcontext import reconciling
+from webserver_operator.runtime.controller.logcontext import reconciling
 
 
 def _record(msg: str, **extra: object) -> logging.LogRecord:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 
 from webserver_operator.manager.operator import lead
-from webserver_operator.runtime.controller import Controller
-from webserver_operator.runtime.lease import LeaseLost
-from webserver_operator.runtime.result import Result
-from webserver_operator.runtime.workqueue import WorkQueue
+from webserver_operator.runtime.controller.loop import Controller
+from webserver_operator.runtime.controller.result import Result
+from webserver_operator.runtime.controller.workqueue import WorkQueue
+from webserver_operator.runtime.leases.lease import LeaseLost
 
 Key = tuple[str, str]
 

@@ -13,20 +13,20 @@ import contextlib
 import pytest
 
 from tests.support.fake_api import FakeApi
-from tests.unit.runtime.test_controller import eventually
+from tests.unit.runtime.controller.test_loop import eventually
 from webserver_operator import metrics
 from webserver_operator.core.resources import LEASES, Resource
 from webserver_operator.core.settings import ControllerSettings, LeaseSettings, WatchSettings
-from webserver_operator.core.shards import shard_index
 from webserver_operator.core.vocabulary import ObjectKey
 from webserver_operator.manager.shards import ShardWork, publish_one_shard, run_sharded
-from webserver_operator.runtime.builder import ControllerBuilder
-from webserver_operator.runtime.controller import Controller
-from webserver_operator.runtime.membership import LeaseGroup, Membership
-from webserver_operator.runtime.result import Result
-from webserver_operator.runtime.shardcache import ShardedInformerCache
-from webserver_operator.runtime.shardset import ShardSet
-from webserver_operator.runtime.workqueue import WorkQueue
+from webserver_operator.runtime.controller.builder import ControllerBuilder
+from webserver_operator.runtime.controller.loop import Controller
+from webserver_operator.runtime.controller.result import Result
+from webserver_operator.runtime.controller.workqueue import WorkQueue
+from webserver_operator.runtime.sharding.cache import ShardedInformerCache
+from webserver_operator.runtime.sharding.membership import LeaseGroup, Membership
+from webserver_operator.runtime.sharding.ranges import shard_index
+from webserver_operator.runtime.sharding.shardset import ShardSet
 
 pytestmark = pytest.mark.timeout(20)
 

@@ -27,7 +27,7 @@ from webserver_operator.kube.errors import Conflict, ServerError
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.reconciler import Caches, WebServerReconciler
 from webserver_operator.reconcile.status import next_status
-from webserver_operator.runtime.result import Result
+from webserver_operator.runtime.controller.result import Result
 
 NS, NAME = "default", "web"
 KEY = (NS, NAME)

@@ -12,7 +12,7 @@ from webserver_operator.api.models import WEBSERVERS
 from webserver_operator.core.settings import ControllerSettings, WatchSettings
 from webserver_operator.reconcile.reconciler import WebServerReconciler
 from webserver_operator.reconcile.setup import publish_ready, setup_webserver_controller
-from webserver_operator.runtime.cache import InformerCache
+from webserver_operator.runtime.informers.cache import InformerCache
 
 
 def sample(name: str, condition: str) -> float | None:

@@ -2,8 +2,8 @@
 
 import-linter forbids ``runtime`` and ``kube`` to import ``api``, ``desired`` or ``reconcile`` (pyproject.toml); a
 rule can still be copied in as a literal (a label key, a kind, a message about WebServers), which is how
-``runtime/enqueue.py`` once held its own copy of the instance label. This test reads every string in those packages
-that is not a docstring and fails on one that names the WebServer API or a label of this project.
+``runtime/controller/enqueue.py`` once held its own copy of the instance label. This test reads every string in those
+packages that is not a docstring and fails on one that names the WebServer API or a label of this project.
 """
 
 from __future__ import annotations
