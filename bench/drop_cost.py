@@ -35,7 +35,7 @@ from webserver_operator.kube import jsoncodec
 from webserver_operator.kube.stream import WatchStream
 from webserver_operator.manager.eventloop import choose_loop, run
 from webserver_operator.runtime.informers.informer import Informer
-from webserver_operator.runtime.sharding.filter import FallbackNotice
+from webserver_operator.runtime.sharding.filter import FallbackNotice, ShardFilter
 from webserver_operator.runtime.sharding.ranges import ShardUnion, shard_index, shard_ranges
 
 #: The namespace every sample event lives in.
@@ -220,7 +220,7 @@ def scope_for(case: str) -> ShardUnion | None:
 async def _one_watch(lines: list[bytes], scope: ShardUnion | None) -> tuple[float, int]:
     notice = FallbackNotice()
     notice.given = True  # the warning for a server without the gate is not news here
-    informer = Informer(_ReplayApi(lines), DEPLOYMENTS, shard=scope, fallback_notice=notice, name="bench")
+    informer = Informer(_ReplayApi(lines), DEPLOYMENTS, scope=ShardFilter.factory(scope, notice=notice), name="bench")
     started = time.process_time()
     received = await informer._watch_once(stall_timeout=600)  # the watch path alone, no list
     spent = time.process_time() - started

@@ -23,7 +23,7 @@ import pytest
 
 from tests.support.cluster import Cluster, wait_until
 from tests.support.factories import webserver
-from tests.support.sharding import namespaces_per_shard, raw_list
+from tests.support.sharding import kept_shards, namespaces_per_shard, raw_list
 from webserver_operator import metrics
 from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import ClientSettings
@@ -31,7 +31,7 @@ from webserver_operator.core.vocabulary import KubeObject
 from webserver_operator.kube.client import KubeClient
 from webserver_operator.kube.config import load_configuration
 from webserver_operator.runtime.informers.informer import Informer
-from webserver_operator.runtime.sharding.filter import FallbackNotice
+from webserver_operator.runtime.sharding.filter import FallbackNotice, ShardFilter
 from webserver_operator.runtime.sharding.ranges import shard_index, shard_ranges
 
 SHARDS = 4
@@ -121,8 +121,9 @@ def _keys(objects: list[KubeObject]) -> set[tuple[str, str]]:
 
 def _index(informer: Informer) -> int:
     """The one shard ``informer`` keeps."""
-    assert informer.shard is not None
-    (index,) = informer.shard.indexes
+    kept = kept_shards(informer)
+    assert kept is not None
+    (index,) = kept.indexes
     return index
 
 
@@ -151,21 +152,20 @@ async def test_an_informer_per_shard_holds_exactly_its_shards_objects(
                     kube,
                     resource,
                     label_selector=f"shard-run={run}",
-                    shard=shard,
+                    scope=ShardFilter.factory(shard, notice=FallbackNotice()),
                     name=name,
                     on_event=record,
                     page_size=2,  # several pages per list: each must carry the selector
-                    fallback_notice=FallbackNotice(),
                 )
             )
     tasks = [asyncio.create_task(informer.run()) for informer in informers]
     try:
         await asyncio.wait_for(asyncio.gather(*(i.synced.wait() for i in informers)), 30)
         for informer in informers:
-            assert informer.shard is not None
+            assert kept_shards(informer) is not None
             # Without an echo and with nothing from another shard, an informer of a custom resource cannot tell.
             unconfirmed = path == "server" and informer.resource is WEBSERVERS
-            assert informer.shard_filtering == ("unconfirmed" if unconfirmed else path), informer.name
+            assert informer.scope_filtering == ("unconfirmed" if unconfirmed else path), informer.name
             expected = {
                 (ns, "web" if informer.resource is WEBSERVERS else "listed") for ns in per_shard[_index(informer)]
             }
@@ -178,7 +178,7 @@ async def test_an_informer_per_shard_holds_exactly_its_shards_objects(
             cluster.kubectl("delete", "webserver", "web", "-n", names[0], "--wait=false")
 
         def expected_now(informer: Informer) -> set[tuple[str, str]]:
-            assert informer.shard is not None
+            assert kept_shards(informer) is not None
             mine = per_shard[_index(informer)]
             if informer.resource is WEBSERVERS:
                 return {(ns, "web") for ns in mine[1:]}
@@ -199,7 +199,7 @@ async def test_an_informer_per_shard_holds_exactly_its_shards_objects(
         await asyncio.gather(*tasks, return_exceptions=True)
 
     for informer in informers:
-        assert informer.shard is not None
+        assert kept_shards(informer) is not None
         assert seen[informer.name] == set(per_shard[_index(informer)]), "handlers saw only the shard's objects"
         dropped = _sample("webserver_operator_shard_filter_dropped_total", {"resource": informer.name})
         client_side = _sample("webserver_operator_shard_filter_client_side", {"resource": informer.name})

@@ -21,7 +21,9 @@ from typing import Any
 
 from harness.paths import HACK
 from tests.support.cluster import Cluster
-from webserver_operator.runtime.sharding.ranges import shard_index, shard_ranges
+from webserver_operator.runtime.informers.informer import Informer
+from webserver_operator.runtime.sharding.filter import ShardFilter
+from webserver_operator.runtime.sharding.ranges import ShardUnion, shard_index, shard_ranges
 
 
 def gate_on(cluster: Cluster) -> bool:
@@ -89,3 +91,8 @@ def fresh_namespaces(cluster: Cluster, *, shards: int, per_shard: int) -> Iterat
         yield by_shard
     finally:
         cluster.kubectl("delete", "namespace", *namespaces, "--wait=false", "--ignore-not-found", check=False)
+
+
+def kept_shards(informer: Informer) -> ShardUnion | None:
+    """The shards an informer keeps now (its scope is a shard filter), ``None`` when it keeps everything."""
+    return informer.scope.scope if isinstance(informer.scope, ShardFilter) else None

@@ -26,7 +26,7 @@ from webserver_operator.core.vocabulary import (
     object_key,
 )
 from webserver_operator.runtime.informers.informer import Informer, noop_handler
-from webserver_operator.runtime.sharding.ranges import ShardRange, ShardUnion
+from webserver_operator.runtime.informers.scope import ScopeFactory
 
 logger = logging.getLogger(__name__)
 
@@ -58,12 +58,12 @@ class InformerGroup:
         settings: WatchSettings,
         on_event: EventHandler | None = None,
         label_selector: str | None = None,
-        shard: ShardRange | ShardUnion | None = None,
+        scope: ScopeFactory | None = None,
     ) -> "InformerGroup":
         """One informer per namespace in ``settings.namespaces``; one cluster-wide when the list is empty.
 
-        A cluster-scoped resource always gets one cluster-wide informer. ``shard``: every member keeps only that
-        range's (or union's) namespaces (``runtime.informers.informer``: server-side selector, client-side fallback).
+        A cluster-scoped resource always gets one cluster-wide informer. ``scope``: what every member keeps
+        (``runtime.informers.scope``; a sharded cache passes its shards' filter), everything without one.
         """
         unique = list(dict.fromkeys(ns for ns in settings.namespaces if ns))
         targets: list[str | None] = list(unique) if unique and resource.namespaced else [None]
@@ -73,7 +73,7 @@ class InformerGroup:
                 resource,
                 namespace=ns,
                 label_selector=label_selector,
-                shard=shard,
+                scope=scope,
                 name=resource.plural,
                 on_event=on_event,
                 watch_timeout_seconds=settings.watch_timeout,

@@ -21,24 +21,20 @@ Why each piece (watch streams die silently in practice, and kubernetes-asyncio's
   timeout is drawn per watch from 90-120 s: the API server sends a bookmark about every 60 s on a quiet watch.
   ``last_activity`` feeds /healthz.
 
-* **Shard filter** (``shard``: a ``runtime.sharding.ranges.ShardRange``, or the ``ShardUnion`` of the shards a replica
-holds, for
-  an operator sharded by namespace hash): every list and watch carries
-  ``shardSelector=shardRange(object.metadata.namespace, '0x…', '0x…')`` (several joined by `` || `` for a union),
-  which an API server with the ``ShardedListAndWatch`` gate (alpha in 1.36) applies and one without ignores. Every
-  listed object and watch event is also tested here, before the store, so another shard's object never reaches the
-  store or a handler on either path; a dropped event still moves the resume point. ``shard_filtering`` says who was
-  found to filter (``runtime.sharding.filter``). No shard, or the one range covering everything (``--shards 1``):
-  nothing is sent or tested, today's requests exactly.
-* **Shards change** (``rescope``, from ``runtime.sharding.cache``: one informer per view serves every shard its replica
-  holds, with the union of their ranges as the selector). Objects of shards let go leave the store at once, handed
-  back to the caller (they were not deleted: no DELETED event), and the request in flight is given up
-  (``runtime.informers.interrupt``). Fewer shards: re-watch from the resume point with the narrower selector. More
-  shards: a
-  new list with the wider one, after a short settle (``scope_settle``) so that the gains of one Lease round make one
-  list; a list taken while the shards changed is not applied. The store's diff makes that relist report only the new
-  shards' objects (and real changes): unchanged objects of shards held before produce no event.
-  ``wait_listed(scope_version)`` returns once a list with that scope (or a later one) is in the store.
+* **Scope** (``scope``: a ``runtime.informers.scope.ScopeFactory``; a sharded operator passes one that builds a
+  ``runtime.sharding.filter.ShardFilter`` for the namespaces of the shards its replica holds): every list and watch
+  carries what the scope adds (for shards, ``shardSelector=shardRange(object.metadata.namespace, '0x…', '0x…')``),
+  which an API server may apply or ignore. Every listed object and watch event is also placed by the scope here,
+  before the store, so an object outside it never reaches the store or a handler on either path; a dropped event
+  still moves the resume point. ``scope_filtering`` says who was found to filter. No scope: nothing is sent or
+  tested.
+* **Scope changes** (``rescope``, e.g. from ``runtime.sharding.cache`` when a replica gains or hands over a shard).
+  Objects the scope no longer keeps leave the store at once, handed back to the caller (they were not deleted: no
+  DELETED event), and the request in flight is given up (``runtime.informers.interrupt``). Narrowed: re-watch from
+  the resume point with the narrower selector. Widened: a new list, after a short settle (``scope_settle``) so that
+  the gains of one Lease round make one list; a list taken while the scope changed is not applied. The store's diff
+  makes that relist report only the newly kept objects (and real changes): unchanged objects kept before produce
+  no event. ``wait_listed(scope_version)`` returns once a list with that scope (or a later one) is in the store.
 
 ``on_event(type, obj, old)`` runs synchronously right after the store changed; handlers only enqueue keys.
 resourceVersions are opaque strings: events are applied in arrival order, never compared. Failures are the kube
@@ -65,15 +61,8 @@ from webserver_operator.core.vocabulary import EventHandler, EventType, KubeObje
 from webserver_operator.kube.errors import Forbidden, Gone, NotFound, api_error_from_status
 from webserver_operator.kube.transport.idle import IdleTimer
 from webserver_operator.runtime.informers.interrupt import Interrupt, Interrupted
+from webserver_operator.runtime.informers.scope import Placement, Scope, ScopeFactory
 from webserver_operator.runtime.informers.store import Store, StoreEvent
-from webserver_operator.runtime.sharding.filter import (
-    PROCESS_FALLBACK_NOTICE,
-    FallbackNotice,
-    Placement,
-    ShardFilter,
-    ShardFiltering,
-)
-from webserver_operator.runtime.sharding.ranges import ShardRange, ShardUnion
 
 logger = logging.getLogger(__name__)
 
@@ -156,7 +145,7 @@ class Informer:
         *,
         namespace: str | None = None,
         label_selector: str | None = None,
-        shard: ShardRange | ShardUnion | None = None,
+        scope: ScopeFactory | None = None,
         name: str | None = None,
         on_event: EventHandler | None = None,
         watch_timeout_seconds: int = _DEFAULT_WATCH_TIMEOUT_SECONDS,
@@ -166,7 +155,6 @@ class Informer:
         forbidden_backoff: Backoff | None = None,
         clock: Callable[[], float] = time.monotonic,
         rng: Callable[[], float] = random.random,
-        fallback_notice: FallbackNotice = PROCESS_FALLBACK_NOTICE,
         scope_settle: float = _SCOPE_SETTLE_SECONDS,
     ) -> None:
         if watch_timeout_seconds < 1:
@@ -181,8 +169,8 @@ class Informer:
             reason: metrics.WATCH_RESTARTS.labels(resource=self.name, reason=reason)
             for reason in ("timeout", "closed", "stalled")
         }
-        #: ``None`` when the informer keeps everything (no shards, or ``--shards 1``).
-        self.shard_filter = ShardFilter.for_range(shard, resource, name=self.name, notice=fallback_notice)
+        #: What this informer keeps (``runtime.informers.scope``); ``None``: everything (no shards, or ``--shards 1``).
+        self.scope: Scope | None = scope(resource, self.name) if scope is not None else None
         self.on_event: EventHandler = on_event or noop_handler
         self.watch_timeout_seconds = watch_timeout_seconds
         #: Seconds of silence before a watch is restarted; ``None``: drawn per watch from the default range.
@@ -209,18 +197,13 @@ class Informer:
         self._scope_version = 0  # +1 on every rescope
         self._listed_version = -1  # the scope version of the last list applied
         self._needs_list = True  # the store lacks shards of the scope: set on start and on every gain
-        self._settle = self.shard_filter is not None  # wait scope_settle before the next list
+        self._settle = self.scope is not None  # wait scope_settle before the next list
         self._list_applied = asyncio.Condition()
 
     @property
-    def shard(self) -> ShardUnion | None:
-        """The shards this informer keeps now; ``None`` when it keeps everything."""
-        return self.shard_filter.scope if self.shard_filter is not None else None
-
-    @property
-    def shard_filtering(self) -> ShardFiltering | None:
-        """Who was found to filter by shard (``server``, ``client``, ``unconfirmed``); ``None`` without a shard."""
-        return self.shard_filter.filtering if self.shard_filter is not None else None
+    def scope_filtering(self) -> str | None:
+        """Who was found to apply the scope (``server``, ``client``, ``unconfirmed``); ``None`` without a scope."""
+        return self.scope.filtering if self.scope is not None else None
 
     # -- changing shards ----------------------------------------------------------------------------------------------
 
@@ -234,29 +217,29 @@ class Informer:
         """Every shard kept now has been listed into the store (read by the probes' thread: a plain bool)."""
         return not self._needs_list
 
-    def rescope(self, scope: ShardUnion) -> list[KubeObject]:
-        """Keep ``scope`` from now on; returns the objects dropped from the store (their shards are let go).
+    def rescope(self, to: object) -> list[KubeObject]:
+        """Keep ``to`` from now on (in the scope's terms); returns the objects dropped from the store.
 
         No handler hears of the dropped objects: they were not deleted. See the module docstring.
         """
-        if self.shard_filter is None:
-            raise ValueError(f"informer {self.name} keeps every namespace: it has no shards to change")
-        if scope == self.shard_filter.scope:
+        if self.scope is None:
+            raise ValueError(f"informer {self.name} keeps every object: it has no scope to change")
+        change = self.scope.rescope(to)
+        if change == "same":
             return []
-        if self.shard_filter.rescope(scope):
+        if change == "widened":
             self._needs_list = self._settle = True
         self._scope_version += 1
         released = []
         for obj in self.store.list():
-            key = object_key(obj)
-            if not scope.contains(key[0]):
-                self.store.delete(key)
+            if not self.scope.keeps(obj):
+                self.store.delete(object_key(obj))
                 released.append(obj)
         self._interrupt.fire()
         logger.info(
             "informer %s: now keeping %s (%d object(s) let go)",
             self.name,
-            scope,
+            self.scope,
             len(released),
             extra={"informer": self.name},
         )
@@ -269,7 +252,7 @@ class Informer:
 
     def _guarded(self) -> contextlib.AbstractAsyncContextManager[None]:
         """The request in flight, given up by ``rescope`` (only a sharded informer has shards to change)."""
-        return self._interrupt.guard() if self.shard_filter is not None else contextlib.nullcontext()
+        return self._interrupt.guard() if self.scope is not None else contextlib.nullcontext()
 
     # -- health -------------------------------------------------------------------------------------------------------
 
@@ -285,8 +268,8 @@ class Informer:
         """List, then watch, recovering from every failure; returns only by cancellation."""
         self._touch()
         log_extra = {"informer": self.name, "namespace": self.namespace or ""}
-        if self.shard is not None:
-            logger.info("informer %s starting (path %s, %s)", self.name, self._path, self.shard, extra=log_extra)
+        if self.scope is not None:
+            logger.info("informer %s starting (path %s, %s)", self.name, self._path, self.scope, extra=log_extra)
         else:
             logger.info("informer %s starting (path %s)", self.name, self._path, extra=log_extra)
         first = True
@@ -318,8 +301,8 @@ class Informer:
             return False
         if version != self._scope_version:
             return False
-        if self.shard_filter is not None:
-            self.shard_filter.after_list(echoed=echoed, strays=strays)
+        if self.scope is not None:
+            self.scope.after_list(echoed=echoed, strays=strays)
         self.consecutive_failures = 0
         self.resource_version = resource_version
         metrics.WATCH_RELISTS.labels(resource=self.name).inc()
@@ -352,14 +335,14 @@ class Informer:
     async def _list_pages(self) -> _Listed:
         items: list[KubeObject] = []
         token: str | None = None
-        echoed = self.shard_filter is not None
+        echoed = self.scope is not None
         strays = 0
         while True:
             query = {"limit": str(self.page_size)}
             if self.label_selector:
                 query["labelSelector"] = self.label_selector
-            if self.shard_filter is not None:
-                self.shard_filter.add_to(query)
+            if self.scope is not None:
+                self.scope.add_to(query)
             if token:
                 query["continue"] = token
             try:
@@ -370,10 +353,10 @@ class Informer:
                 raise
             self._touch()
             meta = page.get("metadata") or {}
-            if self.shard_filter is not None:
-                echoed = self.shard_filter.echoed(meta, path=self._path) and echoed
+            if self.scope is not None:
+                echoed = self.scope.echoed(meta, path=self._path) and echoed
             for item in page.get("items") or ():
-                placement: Placement = "kept" if self.shard_filter is None else self.shard_filter.place(item)
+                placement: Placement = "kept" if self.scope is None else self.scope.place(item)
                 if placement == "kept":
                     items.append(self._complete(item))
                 elif placement == "stray":
@@ -448,8 +431,8 @@ class Informer:
             query["resourceVersion"] = self.resource_version
         if self.label_selector:
             query["labelSelector"] = self.label_selector
-        if self.shard_filter is not None:
-            self.shard_filter.add_to(query)
+        if self.scope is not None:
+            self.scope.add_to(query)
         received = 0
         loop = asyncio.get_running_loop()
         # One timer for the whole watch (``kube.transport.idle``), not one rescheduled per event: when nothing came for
@@ -507,12 +490,12 @@ class Informer:
         if event_type not in ("ADDED", "MODIFIED", "DELETED"):
             logger.warning("informer %s: ignoring watch event of unknown type %r", self.name, event_type)
             return
-        placement: Placement = "kept" if self.shard_filter is None else self.shard_filter.place(obj)
+        placement: Placement = "kept" if self.scope is None else self.scope.place(obj)
         if placement != "kept":
             if new_rv:
                 self.resource_version = new_rv
-            if placement == "stray" and self.shard_filter is not None:
-                self.shard_filter.after_stray_event(obj)
+            if placement == "stray" and self.scope is not None:
+                self.scope.after_stray_event(obj)
             return
         change: StoreEvent
         strip_unread_fields(obj)

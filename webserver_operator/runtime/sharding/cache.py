@@ -47,6 +47,7 @@ from webserver_operator.core.vocabulary import EventHandler, KubeObject, KubeObj
 from webserver_operator.runtime.informers.cache import EvictionHandler
 from webserver_operator.runtime.informers.group import InformerGroup
 from webserver_operator.runtime.informers.informer import Informer
+from webserver_operator.runtime.sharding.filter import ShardFilter
 from webserver_operator.runtime.sharding.ranges import ShardUnion, shard_index, shard_ranges
 
 __all__ = ["ShardedGroup", "ShardedInformerCache"]
@@ -205,7 +206,11 @@ class ShardedInformerCache:
             groups = []
             for view in self._views.values():
                 group = InformerGroup.for_namespaces(
-                    self._api, view.resource, settings=self._settings, label_selector=view.label_selector, shard=scope
+                    self._api,
+                    view.resource,
+                    settings=self._settings,
+                    label_selector=view.label_selector,
+                    scope=ShardFilter.factory(scope),
                 )
                 view._attach(group)
                 groups.append(group)

@@ -39,15 +39,13 @@ from typing import Any, Literal
 from webserver_operator import metrics
 from webserver_operator.core.resources import Resource
 from webserver_operator.core.vocabulary import KubeObject
+from webserver_operator.runtime.informers.scope import Placement, Rescoped, ScopeFactory
 from webserver_operator.runtime.sharding.ranges import SHARD_SELECTOR_PARAM, ShardRange, ShardUnion
 
 logger = logging.getLogger(__name__)
 
 #: Who applies an informer's shard range (see the module docstring).
 ShardFiltering = Literal["server", "client", "unconfirmed"]
-#: Where an object stands: ``kept`` (in the scope), ``stray`` (outside what the request asked for: the server does
-#: not filter), ``released`` (of a shard let go after the request that brought it was sent).
-Placement = Literal["kept", "stray", "released"]
 
 
 class ShardSelectorMismatch(Exception):
@@ -127,11 +125,31 @@ class ShardFilter:
         """The selector of the shards kept now (``None`` once they are every shard: nothing to send)."""
         return self.scope.selector
 
-    def rescope(self, scope: ShardUnion) -> bool:
-        """Keep ``scope`` from now on; True when it adds shards (only a new list brings their objects)."""
-        widened = not self.scope.covers(scope)
-        self.scope = scope
-        return widened
+    @classmethod
+    def factory(
+        cls, shard: ShardRange | ShardUnion | None, *, notice: FallbackNotice = PROCESS_FALLBACK_NOTICE
+    ) -> ScopeFactory | None:
+        """What an ``Informer`` or ``InformerGroup`` is given to keep ``shard``; ``None`` without one or for all."""
+        if shard is None or shard.everything:
+            return None
+        return lambda resource, name: cls(shard, resource, name=name, notice=notice)
+
+    def __str__(self) -> str:
+        return str(self.scope)
+
+    def rescope(self, to: object) -> Rescoped:
+        """Keep the ``ShardUnion`` ``to`` from now on; ``widened`` when it adds shards (only a list brings them)."""
+        if not isinstance(to, ShardUnion):
+            raise TypeError(f"a shard filter is rescoped to a ShardUnion, not {to!r}")
+        if to == self.scope:
+            return "same"
+        widened = not self.scope.covers(to)
+        self.scope = to
+        return "widened" if widened else "narrowed"
+
+    def keeps(self, obj: KubeObject) -> bool:
+        """Whether a stored object's namespace is in the shards kept now."""
+        return self.scope.contains(_namespace_of(obj))
 
     # -- what the informer asks ---------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from tests.support.fake_api import FakeApi
 from webserver_operator.core.resources import NAMESPACES, Resource
 from webserver_operator.core.settings import WatchSettings
 from webserver_operator.runtime.informers.group import InformerGroup
+from webserver_operator.runtime.sharding.filter import ShardFilter
 from webserver_operator.runtime.sharding.ranges import shard_index, shard_ranges
 
 pytestmark = pytest.mark.timeout(5)
@@ -103,7 +104,9 @@ async def test_a_sharded_group_holds_only_its_shards_namespaces() -> None:
     namespaces = [f"team-{i}" for i in range(40)]
     shard = shard_ranges(4)[1]
     kube = PerNamespaceKube([obj(ns, "w") for ns in namespaces])
-    group = InformerGroup.for_namespaces(kube, WEBSERVERS, settings=WatchSettings(namespaces=namespaces), shard=shard)
+    group = InformerGroup.for_namespaces(
+        kube, WEBSERVERS, settings=WatchSettings(namespaces=namespaces), scope=ShardFilter.factory(shard)
+    )
     task = asyncio.create_task(group.run())
     try:
         await asyncio.wait_for(group.synced.wait(), 2)
@@ -112,8 +115,8 @@ async def test_a_sharded_group_holds_only_its_shards_namespaces() -> None:
         assert 0 < len(held) < len(namespaces)
         # A custom resource without an echo: the informers that received another shard's objects know the server
         # ignored the selector; the others cannot tell (Kubernetes 1.36 does not echo it for custom resources).
-        assert {i.namespace for i in group.informers if i.shard_filtering == "client"} == set(namespaces) - held
-        assert {i.namespace for i in group.informers if i.shard_filtering == "unconfirmed"} == held
+        assert {i.namespace for i in group.informers if i.scope_filtering == "client"} == set(namespaces) - held
+        assert {i.namespace for i in group.informers if i.scope_filtering == "unconfirmed"} == held
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.support.fake_api import FakeApi
+from tests.support.sharding import kept_shards
 from tests.unit.runtime.informers.test_informer import (
     WEBSERVERS,
     FakeKube,
@@ -73,6 +74,7 @@ def sharded_informer(kube: FakeApi, name: str, *, resource: Resource = DEPLOYMEN
         "rng": lambda: 1.0,
     }
     options.update(kwargs)
+    options["scope"] = ShardFilter.factory(options.pop("shard"), notice=options.pop("fallback_notice"))
     return Informer(kube, resource, **options)
 
 
@@ -101,7 +103,7 @@ async def test_server_side_filter_sends_the_selector_on_every_list_page_and_watc
     informer = sharded_informer(kube, "shards-server")
     await run_until_idle(informer, kube)
 
-    assert informer.shard_filtering == "server"
+    assert informer.scope_filtering == "server"
     assert cached(informer) == {(MINE[0], "a"), (MINE[1], "b"), (MINE[2], "c")}
     assert [q.get("shardSelector") for q in kube.list_queries] == [SELECTOR, SELECTOR]
     assert {q.get("shardSelector") for q in kube.watch_queries} == {SELECTOR}
@@ -133,7 +135,7 @@ async def test_server_ignoring_the_selector_is_filtered_client_side_on_list_and_
     assert cached(informer) == mine | {(MINE[0], "new-mine")}
     assert all(SHARD.contains(ns) for ns, _ in cached(informer))
     assert {name.split("@")[0] for _, name, _ in rec.events} == {name for _, name in mine} | {"new-mine"}
-    assert informer.shard_filtering == "client"
+    assert informer.scope_filtering == "client"
     assert client_side("shards-fallback") == 1
     assert dropped("shards-fallback") == len(OTHERS) + 3
     # Dropped events still move the resume point: the next watch starts after the last one.
@@ -172,7 +174,7 @@ async def test_objects_of_other_shards_are_dropped_even_when_the_server_claims_t
         await run_until_idle(informer, kube)
 
     assert cached(informer) == {(MINE[0], "a")}
-    assert informer.shard_filtering == "client", "a server that sent another shard's object is not trusted to filter"
+    assert informer.scope_filtering == "client", "a server that sent another shard's object is not trusted to filter"
     assert client_side("shards-stray") == 1
     assert dropped("shards-stray") == 1
     assert [f"namespace {OTHERS[0]!r}, outside the shard" in r.getMessage() for r in caplog.records] == [True]
@@ -203,7 +205,7 @@ async def test_relists_follow_the_server_gaining_and_losing_the_gate(caplog: pyt
     with caplog.at_level(logging.INFO):
         await run_until_idle(informer, kube)
 
-    assert informer.shard_filtering == "client"
+    assert informer.scope_filtering == "client"
     assert cached(informer) == {(MINE[0], "a")}
     flips = [r.getMessage() for r in caplog.records if getattr(r, "shard_filtering", None)]
     assert ["ignored shardSelector" in m for m in flips] == [True, False, True]
@@ -216,8 +218,8 @@ async def test_without_shards_nothing_is_sent_and_nothing_is_filtered(shard: Sha
     informer = sharded_informer(kube, "shards-none", shard=shard)
     await run_until_idle(informer, kube)
 
-    assert informer.shard is None
-    assert informer.shard_filtering is None
+    assert kept_shards(informer) is None
+    assert informer.scope_filtering is None
     assert cached(informer) == {(MINE[0], "a"), (OTHERS[0], "x")}
     assert all("shardSelector" not in q for q in kube.list_queries + kube.watch_queries)
     assert client_side("shards-none") is None
@@ -226,8 +228,8 @@ async def test_without_shards_nothing_is_sent_and_nothing_is_filtered(shard: Sha
 def test_cluster_scoped_resources_cannot_be_sharded_by_namespace() -> None:
     nodes = Resource("", "v1", "nodes", "Node", namespaced=False)
     with pytest.raises(ValueError, match="nodes are cluster-scoped"):
-        Informer(FakeKube(lists=[], watches=[]), nodes, shard=SHARD)
-    assert Informer(FakeKube(lists=[], watches=[]), nodes, shard=shard_ranges(1)[0]).shard is None
+        Informer(FakeKube(lists=[], watches=[]), nodes, scope=ShardFilter.factory(SHARD))
+    assert Informer(FakeKube(lists=[], watches=[]), nodes, scope=ShardFilter.factory(shard_ranges(1)[0])).scope is None
     assert WEBSERVERS.namespaced
 
 
@@ -242,7 +244,7 @@ async def test_a_custom_resource_filtered_without_an_echo_is_unconfirmed_until_a
     with caplog.at_level(logging.INFO):
         await run_until_idle(informer, quiet)
     assert cached(informer) == {(MINE[0], "a"), (MINE[1], "b")}
-    assert informer.shard_filtering == "unconfirmed"
+    assert informer.scope_filtering == "unconfirmed"
     assert client_side("shards-crd") is None
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert any("did not confirm that it filters" in r.getMessage() for r in caplog.records)
@@ -254,7 +256,7 @@ async def test_a_custom_resource_filtered_without_an_echo_is_unconfirmed_until_a
     with caplog.at_level(logging.INFO):
         await run_until_idle(informer, stray)
     assert cached(informer) == {(MINE[0], "a")}
-    assert informer.shard_filtering == "client"
+    assert informer.scope_filtering == "client"
     assert client_side("shards-crd-stray") == 1
     assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 1
 
@@ -264,7 +266,7 @@ async def test_a_custom_resource_list_with_other_shards_objects_shows_the_fallba
     informer = sharded_informer(kube, "shards-crd-strays", resource=WEBSERVERS)
     await run_until_idle(informer, kube)
 
-    assert informer.shard_filtering == "client"
+    assert informer.scope_filtering == "client"
     assert cached(informer) == {(MINE[0], "a")}
     assert client_side("shards-crd-strays") == 1
 

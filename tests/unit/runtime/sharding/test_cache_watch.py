@@ -24,7 +24,7 @@ from webserver_operator.core.vocabulary import EventType, KubeObject, KubeObject
 from webserver_operator.kube.errors import TransportError
 from webserver_operator.runtime.informers.informer import Informer
 from webserver_operator.runtime.sharding.cache import ShardedInformerCache
-from webserver_operator.runtime.sharding.filter import FallbackNotice
+from webserver_operator.runtime.sharding.filter import FallbackNotice, ShardFilter
 from webserver_operator.runtime.sharding.ranges import ShardUnion, shard_index, shard_ranges
 
 pytestmark = pytest.mark.timeout(10)
@@ -219,17 +219,16 @@ async def test_a_shard_let_go_while_its_event_is_on_the_way_is_no_evidence_again
     informer = Informer(
         server,
         DEPLOYMENTS,
-        shard=ShardUnion(SHARDS, frozenset({0, 1})),
+        scope=ShardFilter.factory(ShardUnion(SHARDS, frozenset({0, 1})), notice=FallbackNotice()),
         name="deployments-let-go",
         on_event=seen,
-        fallback_notice=FallbackNotice(),
         scope_settle=0.0,
     )
     task = asyncio.create_task(informer.run())
     try:
         await asyncio.wait_for(informer.synced.wait(), 5)
         await server.settled()
-        assert informer.shard_filtering == "server"
+        assert informer.scope_filtering == "server"
         seen.events.clear()
 
         server.put(NAMESPACES[1][0], "web")  # on its way on the watch of shards 0 and 1
@@ -241,7 +240,7 @@ async def test_a_shard_let_go_while_its_event_is_on_the_way_is_no_evidence_again
         assert keys_of(released) == keys(1)
         assert seen.events == [], "and was dropped: shard 1 is not kept any more"
         assert keys_of(informer.store.list()) == keys(0)
-        assert informer.shard_filtering == "server", "the server sent it for the selector the watch carried"
+        assert informer.scope_filtering == "server", "the server sent it for the selector the watch carried"
         filtered = {"resource": "deployments-let-go"}
         assert metrics.REGISTRY.get_sample_value("webserver_operator_shard_filter_dropped_total", filtered) == 0
         assert metrics.REGISTRY.get_sample_value("webserver_operator_shard_filter_client_side", filtered) == 0
@@ -263,9 +262,8 @@ async def test_a_shard_gained_while_the_informer_backs_off_is_listed_before_it_w
     informer = Informer(
         kube,
         DEPLOYMENTS,
-        shard=ShardUnion(SHARDS, frozenset({0})),
+        scope=ShardFilter.factory(ShardUnion(SHARDS, frozenset({0})), notice=FallbackNotice()),
         name="deployments-backing-off",
-        fallback_notice=FallbackNotice(),
         scope_settle=0.0,
         backoff=Backoff(BackoffPolicy(base=0.5, cap=0.5)),
     )
