@@ -90,6 +90,10 @@ class FightLog:
         for child in [c for c in self._children if c[:2] == (namespace, name)]:
             del self._children[child]
 
+    def keys(self) -> set[tuple[str, str]]:
+        """The WebServers (namespace, name) with a child's history remembered."""
+        return {child[:2] for child in self._children}
+
     def _recent(self, child: tuple[str, str, str]) -> int:
         history = self._children.get(child)
         if history is None:

@@ -157,6 +157,40 @@ class WebServerReconciler:
             child.kind: metrics.DRIFT_REPAIRS.labels(kind=child.kind) for child in (self._deployment, self._service)
         }
 
+    def forget(self, key: ObjectKey) -> None:
+        """Drop every memory kept for ``key``: the WebServer is deleted, or its shard was handed to another replica.
+
+        The one place that knows every per-WebServer memory, called from both paths (the delete branch of
+        ``reconcile`` and the shard eviction handler of ``reconcile.setup``), so that a memory added later is forgotten
+        on both. ``remembered_keys`` is its check.
+        """
+        self._problem_streak.pop(key, None)
+        self._not_ours -= {(key, child.kind) for child in (self._deployment, self._service)}
+        self._status_written.pop(key, None)
+        self._status_put_at.pop(key, None)
+        self._status_current.pop(key, None)
+        self._children_clean.pop(key, None)
+        self._owner_behind.pop(key, None)
+        self._fights.forget(*key)
+        self._creates.forget(*key)
+        # The children are named like the WebServer (``desired.child_name``).
+        self.own_writes.forget(*key, kinds=(WEBSERVERS.kind, DEPLOYMENTS.kind, SERVICES.kind))
+
+    def remembered_keys(self) -> set[ObjectKey]:
+        """Every WebServer some per-key memory of this reconciler still holds (what ``forget`` must clear)."""
+        return (
+            set(self._problem_streak)
+            | {key for key, _ in self._not_ours}
+            | set(self._status_written)
+            | set(self._status_put_at)
+            | set(self._status_current)
+            | set(self._children_clean)
+            | set(self._owner_behind)
+            | self._fights.keys()
+            | self._creates.keys()
+            | self.own_writes.keys()
+        )
+
     def keys_with_problems(self) -> list[ObjectKey]:
         """WebServers currently waiting on a problem (a conflict, a rejected child).
 
@@ -168,16 +202,7 @@ class WebServerReconciler:
         obj = self._latest(key, self._caches.webservers.get(key))
         if obj is None or (obj.get("metadata") or {}).get("deletionTimestamp"):
             # Deleted (or being deleted): the garbage collector removes the children via their ownerReferences.
-            self._problem_streak.pop(key, None)
-            self._not_ours -= {(key, child.kind) for child in (self._deployment, self._service)}
-            self._fights.forget(*key)
-            self._creates.forget(*key)
-            self._owner_behind.pop(key, None)
-            self._status_put_at.pop(key, None)
-            self._status_current.pop(key, None)
-            self._children_clean.pop(key, None)
-            # The children are named like the WebServer (``desired.child_name``).
-            self.own_writes.forget(*key, kinds=(WEBSERVERS.kind, DEPLOYMENTS.kind, SERVICES.kind))
+            self.forget(key)
             return Result()
         try:
             ws = WebServer.model_validate(obj)

@@ -57,3 +57,7 @@ class RecentCreates:
 
     def __len__(self) -> int:
         return len(self._created)
+
+    def keys(self) -> set[tuple[str, str]]:
+        """The WebServers (namespace, name) with a child's create remembered."""
+        return {(child[0], child[1]) for child in self._created}

@@ -41,31 +41,40 @@ _CONTROLLER_NAME = "webserver"
 _CONDITION_STATUSES = ("True", "False", "Unknown")
 
 
-def publish_ready(event_type: EventType, obj: KubeObject) -> None:
+class ReadySeries:
     """``webserver_operator_webserver_ready_status``: the stored Ready condition, one series per status value.
 
     As cert-manager's ``certmanager_certificate_ready_status``: the series of the current status is 1, the others 0
-    (Unknown until the operator has written a Ready condition); a deleted WebServer's series are removed.
+    (Unknown until the operator has written a Ready condition); a deleted WebServer's series are removed. One per
+    controller (``setup_webserver_controller``): it remembers what it last set, so that most events (a status write,
+    a resync), which leave Ready as it was, cost no three label lookups.
     """
-    meta = obj.get("metadata") or {}
-    namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-    key = (namespace, name)
-    if event_type == "DELETED":
-        _published.pop(key, None)
+
+    def __init__(self) -> None:
+        #: The Ready status each WebServer's series show now, by (namespace, name).
+        self._published: dict[tuple[str, str], str] = {}
+
+    def publish(self, event_type: EventType, obj: KubeObject) -> None:
+        """Bring the series of ``obj`` in line with its stored Ready condition (removed when it is deleted)."""
+        meta = obj.get("metadata") or {}
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        key = (namespace, name)
+        if event_type == "DELETED":
+            self._published.pop(key, None)
+            for status in _CONDITION_STATUSES:
+                with contextlib.suppress(KeyError):
+                    metrics.WEBSERVER_READY.remove(namespace, name, status)
+            return
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        ready = next((c for c in conditions if isinstance(c, dict) and c.get("type") == READY), None)
+        current = str(ready.get("status")) if ready is not None else "Unknown"
+        if self._published.get(key) == current:
+            return
+        self._published[key] = current
         for status in _CONDITION_STATUSES:
-            with contextlib.suppress(KeyError):
-                metrics.WEBSERVER_READY.remove(namespace, name, status)
-        return
-    conditions = (obj.get("status") or {}).get("conditions") or []
-    ready = next((c for c in conditions if isinstance(c, dict) and c.get("type") == READY), None)
-    current = str(ready.get("status")) if ready is not None else "Unknown"
-    if _published.get(key) == current:
-        return  # most events (a status write, a resync) leave Ready as it was: no three label lookups for nothing
-    _published[key] = current
-    for status in _CONDITION_STATUSES:
-        metrics.WEBSERVER_READY.labels(namespace=namespace, name=name, condition=status).set(
-            1 if status == current else 0
-        )
+            metrics.WEBSERVER_READY.labels(namespace=namespace, name=name, condition=status).set(
+                1 if status == current else 0
+            )
 
 
 def webserver_event_matters(own: OwnWrites) -> EventFilter:
@@ -86,10 +95,6 @@ def child_event_matters(own: OwnWrites, kind: str) -> EventFilter:
     return matters
 
 
-#: The Ready status each WebServer's series show now, by (namespace, name): what ``publish_ready`` last set.
-_published: dict[tuple[str, str], str] = {}
-
-
 def setup_webserver_controller(cache: SharedCache, *, api: ApiRequests, settings: ControllerSettings) -> Controller:
     """Declare the WebServer controller on ``cache`` and return it (not yet running).
 
@@ -102,6 +107,7 @@ def setup_webserver_controller(cache: SharedCache, *, api: ApiRequests, settings
         services=cache.group(SERVICES, label_selector=CHILD_LABEL_SELECTOR),
     )
     recorder = EventRecorder(api)
+    ready_series = ReadySeries()
     reconciler = WebServerReconciler(
         api=api, caches=caches, recorder=recorder, pod_security=settings.pod_security_level
     )
@@ -111,11 +117,17 @@ def setup_webserver_controller(cache: SharedCache, *, api: ApiRequests, settings
             recorder.forget(str((obj.get("metadata") or {}).get("uid", "")))
         reconciler.webserver_cached(obj)
         metrics.MANAGED_WEBSERVERS.set(len(webservers))
-        publish_ready(event_type, obj)
+        ready_series.publish(event_type, obj)
 
     def evicted(obj: KubeObject) -> None:
-        """A WebServer of a shard handed to another replica: its series and Event memory are that replica's now."""
+        """A WebServer of a shard handed to another replica: its series and every memory of it are that replica's.
+
+        The reconciler forgets it as a deleted one (``WebServerReconciler.forget``): ``keys_with_problems`` must not
+        name a WebServer this replica no longer holds.
+        """
         bookkeeping("DELETED", obj, None)
+        meta = obj.get("metadata") or {}
+        reconciler.forget((str(meta.get("namespace") or ""), str(meta.get("name") or "")))
 
     webservers.add_handler(bookkeeping)
     webservers.add_eviction_handler(evicted)

@@ -65,6 +65,10 @@ class OwnWrites:
     def __len__(self) -> int:
         return len(self._versions)
 
+    def keys(self) -> set[tuple[str, str]]:
+        """The (namespace, name) of every object remembered."""
+        return {(namespace, name) for _, namespace, name in self._versions}
+
 
 def child_change_matters(event_type: EventType, obj: KubeObject, old: KubeObject | None) -> bool:
     """Whether a child event may change what the reconciler does: all but a MODIFIED that leaves its reads alone."""

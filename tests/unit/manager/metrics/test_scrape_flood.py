@@ -1,7 +1,7 @@
 """A flood of scrapes of 1000 WebServers' series does not fail /healthz: the probes have a thread of their own.
 
 The registry gets 1000 WebServers' ``webserver_operator_webserver_ready_status`` series (3 each, as
-``reconcile.setup.publish_ready`` writes them: about 300 kB and 40 ms of rendering per scrape). Another process
+``reconcile.setup.ReadySeries`` writes them: about 300 kB and 40 ms of rendering per scrape). Another process
 (tests/support/flood.py, as Prometheus would be) scrapes /metrics over HTTPS with a bearer token from 32 connections
 at once, each scraping again as soon as it has its answer; meanwhile /healthz is probed every 50 ms with a 1 s
 timeout, the tightest probe timeout the chart sets (startupProbe.timeoutSeconds). Every probe must answer 200 within
