@@ -49,7 +49,7 @@ from webserver_operator.manager.probes import Heartbeat, Probes, Starting, Watch
 from webserver_operator.manager.shards import ShardWork, publish_one_shard, run_sharded
 from webserver_operator.reconcile.setup import setup_webserver_controller
 from webserver_operator.runtime.controller.loop import Controller
-from webserver_operator.runtime.informers.cache import InformerCache
+from webserver_operator.runtime.informers.cache import InformerCache, SharedCache
 from webserver_operator.runtime.leases.lease import Lease
 from webserver_operator.runtime.sharding.cache import ShardedInformerCache
 from webserver_operator.runtime.sharding.membership import LeaseGroup, Membership
@@ -81,23 +81,18 @@ def _identity() -> str:
 
 
 @dataclass(frozen=True)
-class _Sharded:
-    """With ``--shards`` > 1: the shards' work, their Leases and this replica's membership (``manager.shards``)."""
-
-    work: ShardWork
-    shardset: ShardSet
-    membership: Membership
-
-
-@dataclass(frozen=True)
 class _Parts:
-    """What ``_build`` started: the informer cache, the controller, and the leader Lease when election is on."""
+    """What ``_build`` made, sharded or not: the cache, the controller, and how this replica leads with them.
 
-    cache: InformerCache
+    One record for both paths, so a part added to the operator is added once: ``_build`` decides between one leader
+    Lease and shard Leases in one place, and ``run`` only awaits ``lead``.
+    """
+
+    cache: SharedCache
     controller: Controller
-    lease: Lease | None
-    #: Asked before each attempt at the leader Lease: no sharded replica's shard Lease is live.
-    may_lead: Callable[[], Awaitable[bool]] | None = None
+    #: Wait for the caches, take the Lease(s), run the controller until a stop is requested or a Lease is lost;
+    #: returns the exit code.
+    lead: Callable[[], Awaitable[int]]
 
 
 class Operator:
@@ -131,7 +126,7 @@ class Operator:
             async with contextlib.AsyncExitStack() as stack:
                 probes = self._start_endpoints(stack)
                 parts = await self._build(stack, probes)
-                code = await self._sync_acquire_and_lead(parts)
+                code = await parts.lead()
                 return _EXIT_FAILED if self._failed else code
         finally:
             log.info("stopped")
@@ -188,7 +183,7 @@ class Operator:
             extra={"metrics_port": port, "metrics_scheme": metrics_server.scheme},
         )
 
-    async def _build(self, stack: contextlib.AsyncExitStack, probes: Probes) -> _Parts | _Sharded:
+    async def _build(self, stack: contextlib.AsyncExitStack, probes: Probes) -> _Parts:
         """Clients, informer cache, the leader Lease and the controller (declared by ``reconcile.setup``).
 
         Informers start on every replica. Three connection pools: requests (reconcile writes, Events), watches (each
@@ -213,41 +208,77 @@ class Operator:
         )
         writer = api.without_retries()
         if s.leader_election.shards > 1:
-            return self._build_sharded(probes, watch_api=watch_api, lease_api=lease_api, writer=writer)
-        cache = InformerCache(watch_api, s.watch)
-        lease = self._leader_lease(lease_api) if s.leader_election.leader_elect else None
-        if lease is not None:
-            fence = lease.fence
-            writer = writer.gated(lambda _path: fence.why_not())
-        controller = setup_webserver_controller(cache, api=writer, settings=s.controller)
-        _probe_caches(probes, cache.groups)
+            sharded_cache = ShardedInformerCache(watch_api, s.watch, shards=s.leader_election.shards)
+            sharded = self._shard_leases(sharded_cache, lease_api)
+            cache: SharedCache = sharded_cache
+            watched: Mapping[str, Watching] = sharded_cache.groups
+            controller = setup_webserver_controller(cache, api=writer.gated(sharded.why_not), settings=s.controller)
+            lead = sharded.lead_with(controller)
+        else:
+            single_cache = InformerCache(watch_api, s.watch)
+            cache = single_cache
+            watched = single_cache.groups
+            lease = self._leader_lease(lease_api) if s.leader_election.leader_elect else None
+            if lease is not None:
+                fence = lease.fence
+                writer = writer.gated(lambda _path: fence.why_not())
+            controller = setup_webserver_controller(cache, api=writer, settings=s.controller)
+            lead = self._single_leader(stack, single_cache, controller, lease, lease_api)
+        _probe_caches(probes, watched)
+        return _Parts(cache=cache, controller=controller, lead=lead)
+
+    def _single_leader(
+        self,
+        stack: contextlib.AsyncExitStack,
+        cache: InformerCache,
+        controller: Controller,
+        lease: Lease | None,
+        lease_api: KubeClient,
+    ) -> Callable[[], Awaitable[int]]:
+        """One shard: the informers run now, on every replica; ``lead`` syncs, takes the leader Lease, runs."""
         _background(stack, cache.run(), name="informers")
         holding = (lambda: True) if lease is None else (lambda: lease.is_held)
         _background(stack, publish_one_shard(cache.groups, controller, holding), name="shard-metrics")
-        if lease is not None:
-            stack.push_async_callback(lease.release)  # first thing on the way out: the drain has ended by then
         may_lead = None
         if lease is not None:
+            stack.push_async_callback(lease.release)  # first thing on the way out: the drain has ended by then
             may_lead = no_shard_leases_live(
                 lease_api,
                 namespace=lease.namespace,
                 leader=lease.name,
-                lease_duration=s.lease.lease_duration,
+                lease_duration=self.settings.lease.lease_duration,
                 clock=time.monotonic,
             )
-        return _Parts(cache=cache, controller=controller, lease=lease, may_lead=may_lead)
 
-    def _build_sharded(
-        self, probes: Probes, *, watch_api: KubeClient, lease_api: KubeClient, writer: KubeClient
-    ) -> _Sharded:
-        """Informers per held shard, the member and shard Leases, and the controller writing through their fences.
+        async def lead_alone() -> int:
+            log.info("waiting for caches to sync")
+            if not await self._until_stopped(cache.synced()):
+                return _EXIT_OK
+            log.info("caches synced")
+            if self._owns_process:
+                collector.settle()
+            hold: asyncio.Task[None] | None = None
+            if lease is not None:
+                if not await self._until_stopped(lease.acquire(may_try=may_lead)):
+                    return _EXIT_OK
+                hold = asyncio.create_task(lease.hold(), name="leader-election-hold")
+            return await lead(
+                controller,
+                hold=hold,
+                stop_requested=self.stop_requested,
+                drain_timeout=self.settings.controller.drain_timeout,
+            )
+
+        return lead_alone
+
+    def _shard_leases(self, cache: ShardedInformerCache, lease_api: KubeClient) -> _ShardLeases:
+        """The member and shard Leases, and the work of each shard held (informers, then its keys).
 
         Nothing runs yet: ``manager.shards.run_sharded`` starts the rounds and the controller together, and stops
         them (shards handed back, member Lease deleted) before the exit stack closes the clients.
         """
         s = self.settings
         election = s.leader_election
-        cache = ShardedInformerCache(watch_api, s.watch, shards=election.shards)
         membership = Membership(
             LeaseGroup(
                 api=lease_api,
@@ -260,9 +291,6 @@ class Operator:
         )
         work = ShardWork(cache, drain_timeout=s.controller.drain_timeout)
         shardset = ShardSet(membership, shards=election.shards, on_gained=work.gained, on_lost=work.lost)
-        controller = setup_webserver_controller(cache, api=writer.gated(shardset.why_not), settings=s.controller)
-        work.serve(controller)
-        _probe_caches(probes, cache.groups)
         log.info(
             "sharded: %d shards, Leases %s-shard-<i> held as %s",
             election.shards,
@@ -270,7 +298,7 @@ class Operator:
             membership.group.identity,
             extra={"shards": election.shards, "identity": membership.group.identity},
         )
-        return _Sharded(work=work, shardset=shardset, membership=membership)
+        return _ShardLeases(self, work, shardset, membership)
 
     def _leader_lease(self, lease_api: KubeClient) -> Lease:
         election = self.settings.leader_election
@@ -280,33 +308,6 @@ class Operator:
             namespace=election.leader_election_namespace or _pod_namespace() or "default",
             identity=_identity(),
             settings=self.settings.lease,
-        )
-
-    async def _sync_acquire_and_lead(self, parts: _Parts | _Sharded) -> int:
-        if isinstance(parts, _Sharded):
-            return await run_sharded(
-                parts.work,
-                parts.shardset,
-                parts.membership,
-                stop_requested=self.stop_requested,
-                drain_timeout=self.settings.controller.drain_timeout,
-            )
-        log.info("waiting for caches to sync")
-        if not await self._until_stopped(parts.cache.synced()):
-            return _EXIT_OK
-        log.info("caches synced")
-        if self._owns_process:
-            collector.settle()
-        hold: asyncio.Task[None] | None = None
-        if parts.lease is not None:
-            if not await self._until_stopped(parts.lease.acquire(may_try=parts.may_lead)):
-                return _EXIT_OK
-            hold = asyncio.create_task(parts.lease.hold(), name="leader-election-hold")
-        return await lead(
-            parts.controller,
-            hold=hold,
-            stop_requested=self.stop_requested,
-            drain_timeout=self.settings.controller.drain_timeout,
         )
 
     async def _until_stopped(self, awaitable: Awaitable[None]) -> bool:
@@ -321,6 +322,35 @@ class Operator:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         return False
+
+
+@dataclass(frozen=True)
+class _ShardLeases:
+    """With ``--shards`` > 1: the shards' work, their Leases and this replica's membership (``manager.shards``)."""
+
+    operator: Operator
+    work: ShardWork
+    shardset: ShardSet
+    membership: Membership
+
+    def why_not(self, path: str) -> str | None:
+        """The write gate: a write for a namespace leaves only while its shard's Lease is held (``ShardSet``)."""
+        return self.shardset.why_not(path)
+
+    def lead_with(self, controller: Controller) -> Callable[[], Awaitable[int]]:
+        """Serve ``controller`` on the shards held; ``lead`` runs the Lease rounds until stopped."""
+        self.work.serve(controller)
+
+        async def lead_shards() -> int:
+            return await run_sharded(
+                self.work,
+                self.shardset,
+                self.membership,
+                stop_requested=self.operator.stop_requested,
+                drain_timeout=self.operator.settings.controller.drain_timeout,
+            )
+
+        return lead_shards
 
 
 def _probe_caches(probes: Probes, groups: Mapping[str, Watching]) -> None:
