@@ -2,14 +2,13 @@
 
 Why: without the ``ShardedListAndWatch`` gate every replica receives every shard's events and drops the others'
 (``runtime.sharding.filter``). The sharded benchmark (``bench.sharded``, ``--client-side-too``) measures the whole cost
-of that: a replica of 4 spent about 235 microseconds more per dropped event than with the gate. This module splits
-that number: it pushes the same events through the operator's own watch path in-process (``kube.stream.WatchStream``
-cutting and decoding lines, ``runtime.informers.informer.Informer`` applying them, with its shard filter), with no
-socket, TLS
-or HTTP underneath, and reports process CPU per event for three cases: no filter, every event of a held shard
-(kept), every event of another shard (dropped). What the operator's own code spends on a dropped event is therefore
-measured here; the rest of the benchmark's figure is receiving it (kernel, TLS record, HTTP chunk, event-loop
-wake-up), which no client-side filter can avoid.
+of that: a replica of 4 spent about 235 microseconds more per dropped event than with the gate. This module splits that
+number: it pushes the same events through the operator's own watch path in-process (``kube.stream.WatchStream`` cutting
+and decoding lines, ``runtime.informers.informer.Informer`` applying them, with its shard filter), with no socket, TLS
+or HTTP underneath, and reports process CPU per event for three cases: no filter, every event of a held shard (kept),
+every event of another shard (dropped). What the operator's own code spends on a dropped event is therefore measured
+here; the rest of the benchmark's figure is receiving it (kernel, TLS record, HTTP chunk, event-loop wake-up), which no
+client-side filter can avoid.
 
 Each event is delivered as its own chunk after an event-loop turn, as kube-apiserver flushes each watch event, on
 the loop the operator runs on (uvloop where installed).

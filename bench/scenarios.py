@@ -22,7 +22,7 @@ import contextlib
 import random
 import time
 import urllib.request
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -270,28 +270,25 @@ def _targets(cfg: Config, offset: int) -> list[str]:
     return [cfg.names[(i * step + offset) % cfg.n] for i in range(trials)]
 
 
-async def repair_deletions(ctx: Context, proc: Process) -> Result:
-    cfg, state = ctx.config, ctx.tracker.state
-    targets = _targets(cfg, 0)
+#: One repair trial on a target (its index and name): the kind of child repaired and the latency, ``None`` when the
+#: repair was not seen in time (or the child to break was missing).
+RepairTrial = Callable[[int, str], Awaitable[tuple[str, float | None]]]
+
+
+async def _repair_trials(ctx: Context, proc: Process, targets: list[str], trial: RepairTrial, *, what: str) -> Result:
+    """Run ``trial`` on every target under the meter, wait for all to be Ready again, and assemble the result."""
     latencies: dict[str, list[float]] = {"dep": [], "svc": []}
     timeouts = 0
     meter = Meter(proc.pid, ctx.control_plane)
     async with meter:
         for i, name in enumerate(targets):
-            kind = "dep" if i % 2 == 0 else "svc"
-            obj = state.get(kind, name)
-            if obj is None:
-                timeouts += 1
-                continue
-            uid = obj["metadata"]["uid"]
-            seq = Sequence(checks.gone_or_replaced(kind, uid), checks.replaced(kind, uid))
-            latency = await _trial(ctx, name, seq, ctx.api.request("DELETE", path(kind, name)))
+            kind, latency = await trial(i, name)
             if latency is None:
                 timeouts += 1
             else:
                 latencies[kind].append(latency)
             if (i + 1) % 25 == 0:
-                say(f"  {ctx.label} repair deletions: {i + 1}/{len(targets)}")
+                say(f"  {ctx.label} {what}: {i + 1}/{len(targets)}")
         settled = await _wait_ready(ctx, targets)
     both = latencies["dep"] + latencies["svc"]
     result: Result = {
@@ -303,55 +300,49 @@ async def repair_deletions(ctx: Context, proc: Process) -> Result:
         **usage_dict(meter.usage),
     }
     if timeouts or not settled:
-        result["error"] = f"{timeouts} repairs not seen within 15 s; all Ready again: {settled}"
+        result["error"] = f"{timeouts} {what} not seen within 15 s; all Ready again: {settled}"
     return result
+
+
+async def repair_deletions(ctx: Context, proc: Process) -> Result:
+    state = ctx.tracker.state
+
+    async def delete(i: int, name: str) -> tuple[str, float | None]:
+        kind = "dep" if i % 2 == 0 else "svc"
+        obj = state.get(kind, name)
+        if obj is None:
+            return kind, None
+        uid = obj["metadata"]["uid"]
+        seq = Sequence(checks.gone_or_replaced(kind, uid), checks.replaced(kind, uid))
+        return kind, await _trial(ctx, name, seq, ctx.api.request("DELETE", path(kind, name)))
+
+    return await _repair_trials(ctx, proc, _targets(ctx.config, 0), delete, what="repairs of deletions")
 
 
 async def repair_drift(ctx: Context, proc: Process) -> Result:
     cfg = ctx.config
-    targets = _targets(cfg, 1)
-    latencies: dict[str, list[float]] = {"dep": [], "svc": []}
-    timeouts = 0
     drifted_replicas = cfg.replicas + 1
-    meter = Meter(proc.pid, ctx.control_plane)
-    async with meter:
-        for i, name in enumerate(targets):
-            if i % 2 == 0:
-                kind = "dep"
-                seq = Sequence(
-                    checks.field_is("dep", ("spec", "replicas"), drifted_replicas),
-                    checks.field_is("dep", ("spec", "replicas"), cfg.replicas),
-                )
-                body: dict[str, Any] = {"spec": {"replicas": drifted_replicas}}
-            else:
-                kind = "svc"
-                selector = {"app.kubernetes.io/name": "webserver", "app.kubernetes.io/instance": name}
-                seq = Sequence(
-                    checks.field_is("svc", ("spec", "selector", "app.kubernetes.io/instance"), "drifted"),
-                    checks.field_is("svc", ("spec", "selector"), selector),
-                )
-                body = {"spec": {"selector": {"app.kubernetes.io/instance": "drifted"}}}
-            patch = ctx.api.request("PATCH", path(kind, name), body=body, content_type=MERGE)
-            latency = await _trial(ctx, name, seq, patch)
-            if latency is None:
-                timeouts += 1
-            else:
-                latencies[kind].append(latency)
-            if (i + 1) % 25 == 0:
-                say(f"  {ctx.label} drift repairs: {i + 1}/{len(targets)}")
-        settled = await _wait_ready(ctx, targets)
-    both = latencies["dep"] + latencies["svc"]
-    result: Result = {
-        "trials": len(targets),
-        "timeouts": timeouts,
-        "latency_ms": spread(both, scale=1000, digits=1),
-        "deployment_ms": spread(latencies["dep"], scale=1000, digits=1),
-        "service_ms": spread(latencies["svc"], scale=1000, digits=1),
-        **usage_dict(meter.usage),
-    }
-    if timeouts or not settled:
-        result["error"] = f"{timeouts} drift repairs not seen within 15 s; all Ready again: {settled}"
-    return result
+
+    async def drift(i: int, name: str) -> tuple[str, float | None]:
+        if i % 2 == 0:
+            kind = "dep"
+            seq = Sequence(
+                checks.field_is("dep", ("spec", "replicas"), drifted_replicas),
+                checks.field_is("dep", ("spec", "replicas"), cfg.replicas),
+            )
+            body: dict[str, Any] = {"spec": {"replicas": drifted_replicas}}
+        else:
+            kind = "svc"
+            selector = {"app.kubernetes.io/name": "webserver", "app.kubernetes.io/instance": name}
+            seq = Sequence(
+                checks.field_is("svc", ("spec", "selector", "app.kubernetes.io/instance"), "drifted"),
+                checks.field_is("svc", ("spec", "selector"), selector),
+            )
+            body = {"spec": {"selector": {"app.kubernetes.io/instance": "drifted"}}}
+        patch = ctx.api.request("PATCH", path(kind, name), body=body, content_type=MERGE)
+        return kind, await _trial(ctx, name, seq, patch)
+
+    return await _repair_trials(ctx, proc, _targets(cfg, 1), drift, what="drift repairs")
 
 
 async def new_image(ctx: Context, proc: Process, spec: OperatorSpec) -> Result:

@@ -1,12 +1,11 @@
 """The shards as the chaos harness sees them: which shard a namespace is in, namespace names spread over the shards.
 
 Why the harness computes the shard itself instead of importing the operator's ``runtime.sharding.ranges``: the sharded
-verdicts
-(``shardverdicts``) decide from the namespace of every audited write which shard's Lease had to cover it. Were that
-decision the operator's own function, an operator that put a namespace in the wrong shard would be judged by its own
-mistake and pass. The definition is the API server's (``ShardedListAndWatch``, KEP-5866): the 64-bit FNV-1a hash of
-``metadata.namespace`` (Go's ``hash/fnv``), cut into ``count`` equal ranges, range ``i`` starting at
-``ceil(i * 2**64 / count)``, so shard ``i`` holds exactly the hashes with ``floor(h * count / 2**64) == i``.
+verdicts (``shardverdicts``) decide from the namespace of every audited write which shard's Lease had to cover it. Were
+that decision the operator's own function, an operator that put a namespace in the wrong shard would be judged by its
+own mistake and pass. The definition is the API server's (``ShardedListAndWatch``, KEP-5866): the 64-bit FNV-1a hash of
+``metadata.namespace`` (Go's ``hash/fnv``), cut into ``count`` equal ranges, range ``i`` starting at ``ceil(i * 2**64 /
+count)``, so shard ``i`` holds exactly the hashes with ``floor(h * count / 2**64) == i``.
 ``tests/unit/chaos/test_shardverdicts.py`` checks that both agree on many names.
 
 Why random namespace names: FNV-1a has no final mixing step, so names that differ only in their last characters

@@ -11,11 +11,11 @@ until ``sent + renew_deadline`` of its last successful renew, measured on its ow
 ``renew_deadline < lease_duration`` the difference is the time a write checked just before that deadline has to
 reach the API server. Clocks of different nodes are never compared, only elapsed time on ours.
 
-One fence per Lease: the leader's Lease today; a per-shard Lease later gets its own fence, and the writes for that
-shard consult it. The fence is pure (the clock is injected): ``renewed`` and ``revoke`` are called by the Lease's
-renew loop (``runtime.leases.lease.Lease``), ``why_not`` by the API client just before a request goes on the wire
-(``kube.gate``, through ``KubeClient.gated``). It hands on one thing: ``None`` (write) or why not, in words a log
-reader can act on.
+One fence per Lease: the leader's Lease, or each shard's Lease with ``--shards`` > 1, whose writes consult their shard's
+fence (``runtime.sharding.shardset.ShardSet.why_not``, by the namespace in the request path). The fence is pure (the
+clock is injected): ``renewed`` and ``revoke`` are called by the Lease's renew loop (``runtime.leases.lease.Lease``),
+``why_not`` by the API client just before a request goes on the wire (``kube.gate``, through ``KubeClient.gated``). It
+hands on one thing: ``None`` (write) or why not, in words a log reader can act on.
 """
 
 from __future__ import annotations
