@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -39,9 +40,16 @@ from webserver_operator.core.settings import ClientSettings, ServerSettings, par
 from webserver_operator.kube.client import KubeClient
 from webserver_operator.kube.config import load_configuration
 from webserver_operator.kube.retry import RetryPolicy
-from webserver_operator.manager.certreload import CertificateReloader
-from webserver_operator.manager.certs import server_ssl_context
-from webserver_operator.manager.metrics_auth import MetricsAuth
+from webserver_operator.manager.certreload import CertificateReloader, SelfSignedRenewer
+from webserver_operator.manager.certs import (
+    SelfSigned,
+    ServingCertificate,
+    self_signed_pem,
+    server_ssl_context,
+    serving_hosts,
+)
+from webserver_operator.manager.connections import ConnectionLimits
+from webserver_operator.manager.metrics_auth import METRICS_PATH, MetricsAuth
 from webserver_operator.manager.serving import ServerThread, Site
 
 __all__ = ["MetricsServer", "SharedRender"]
@@ -79,16 +87,22 @@ def _metrics_handler(render: SharedRender) -> Callable[[web.Request], Awaitable[
 
 
 def _auth_middleware(auth: MetricsAuth) -> Middleware:
+    """Reviews ``GET /metrics`` only: anything else is 404 before any TokenReview or SubjectAccessReview."""
+
     @web.middleware
     async def middleware(
         request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
-        verdict = await auth.check(
-            authorization=request.headers.get("Authorization"), verb=request.method.lower(), path=request.path
-        )
+        if request.method != "GET" or request.path != METRICS_PATH:
+            return web.Response(status=404, text=f"Not found: this port serves GET {METRICS_PATH} only\n")
+        verdict = await auth.check(authorization=request.headers.get("Authorization"))
         if verdict.allowed:
             return await handler(request)
-        headers = {"WWW-Authenticate": 'Bearer realm="webserver-operator metrics"'} if verdict.status == 401 else {}
+        headers = {}
+        if verdict.status == 401:
+            headers["WWW-Authenticate"] = 'Bearer realm="webserver-operator metrics"'
+        if verdict.retry_after is not None:
+            headers["Retry-After"] = str(math.ceil(verdict.retry_after))
         return web.Response(status=verdict.status, text=verdict.message + "\n", headers=headers)
 
     return middleware
@@ -163,10 +177,18 @@ class MetricsServer:
 
     async def _sites(self) -> list[Site]:
         app = web.Application()
-        app.router.add_get("/metrics", _metrics_handler(self._render), allow_head=False)
+        app.router.add_get(METRICS_PATH, _metrics_handler(self._render), allow_head=False)
+        limits = ConnectionLimits(max_connections=self._settings.metrics_max_connections)
         if not self._settings.metrics_secure:
-            return [Site(app=app, bind=self._bind)]
-        ssl_context = server_ssl_context(self._settings.metrics_cert_path)
+            return [Site(app=app, bind=self._bind, limits=limits)]
+        cert_path = self._settings.metrics_cert_path
+        if cert_path is not None:
+            serving = ServingCertificate(server_ssl_context(cert_path))
+            app.cleanup_ctx.append(_background(CertificateReloader(serving, cert_path).run))
+        else:
+            renewer = SelfSignedRenewer(make=self._self_signed)
+            serving = renewer.first()
+            app.cleanup_ctx.append(_background(renewer.run))
         api = await self._review_client()
 
         async def close_client(_: web.Application) -> None:
@@ -174,10 +196,11 @@ class MetricsServer:
 
         app.on_cleanup.append(close_client)
         app.middlewares.append(_auth_middleware(MetricsAuth(api)))
-        if self._settings.metrics_cert_path is not None:
-            reloader = CertificateReloader(ssl_context, self._settings.metrics_cert_path)
-            app.cleanup_ctx.append(_background(reloader.run))
-        return [Site(app=app, bind=self._bind, ssl_context=ssl_context)]
+        return [Site(app=app, bind=self._bind, tls=serving, limits=limits)]
+
+    @staticmethod
+    def _self_signed() -> SelfSigned:
+        return self_signed_pem(serving_hosts())
 
     async def _review_client(self) -> KubeClient:
         """An API client on this thread's loop, for the reviews: the operator's credentials, shorter timeouts."""
