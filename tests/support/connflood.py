@@ -2,8 +2,9 @@
 
 What any pod in the cluster can do to the operator's /metrics port without a token: ``--bare`` TCP connections that
 never start a handshake, ``--tls`` connections that finish the handshake and then send nothing, and ``--tokens``
-requests for /metrics each with a different made-up bearer token (over 50 kept-alive connections). All are held ``--hold`` seconds; the report says
-how many idle connections the server had closed by then, and the statuses of the token requests.
+requests for /metrics each with a different made-up bearer token (over 50 kept-alive connections). All are held
+``--hold`` seconds; the report says how many idle connections the server had closed by then, and the statuses of
+the token requests.
 
 Used by tests/unit/manager/test_connection_flood.py and the measurements in docs/monitoring.md:
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import json
 import ssl
 import sys
@@ -66,10 +68,8 @@ async def _junk_tokens(host: str, port: int, count: int) -> collections.Counter[
 
 async def _poke(reader: asyncio.StreamReader) -> None:
     """Read what the server sent, if anything: an EOF or a reset marks the connection closed by the server."""
-    try:
+    with contextlib.suppress(OSError, TimeoutError, ssl.SSLError):
         await asyncio.wait_for(reader.read(1), 0.5)
-    except (OSError, TimeoutError, ssl.SSLError):
-        pass
 
 
 def _closed(reader: asyncio.StreamReader) -> bool:

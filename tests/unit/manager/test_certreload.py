@@ -4,6 +4,7 @@ one; a pair that does not load never replaces the one being served."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import ssl
 from pathlib import Path
@@ -138,10 +139,8 @@ def served_certificate(context: ssl.SSLContext) -> bytes:
     server_end = context.wrap_bio(server_in, server_out, server_side=True)
     for _ in range(10):
         for end in (client_end, server_end):
-            try:
+            with contextlib.suppress(ssl.SSLWantReadError):
                 end.do_handshake()
-            except ssl.SSLWantReadError:
-                pass
         server_in.write(client_out.read())
         client_in.write(server_out.read())
     certificate = client_end.getpeercert(binary_form=True)

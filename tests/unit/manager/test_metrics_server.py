@@ -69,7 +69,7 @@ def test_anything_but_get_metrics_is_404_without_a_review(secure: MetricsServer,
         status, body = scrape(f"{base}/debug/{i}", token="tenant")
         assert status == 404 and "serves GET /metrics only" in body
         assert scrape(f"{base}/metrics/{i}", token=f"junk-{i}")[0] == 404
-    post = urllib.request.Request(f"{base}/metrics", data=b"", headers={"Authorization": "Bearer reader"})
+    post = urllib.request.Request(f"{base}/metrics", data=b"", headers={"Authorization": "Bearer reader"})  # noqa: S310
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(post, timeout=10, context=client_context())  # noqa: S310 - the test's own server
     refused.value.close()
