@@ -4,15 +4,19 @@ Why it is guarded: ``webserver_operator_webserver_ready_status{namespace,name}``
 In a shared cluster only identities the cluster's RBAC allows to ``get /metrics`` may read them, as with
 kubebuilder v4 (controller-runtime's secure metrics server and its authentication/authorization filter):
 
-- secure (default): TLS (``manager.certs``: a mounted certificate, reloaded when it changes by
-  ``manager.certreload``, or a self-signed one) and every request checked by ``manager.metrics_auth`` (401 without
-  a valid token, 403 without the right, 500 when a review fails);
+- secure (default): TLS (``manager.certs``: a mounted certificate, reloaded when it changes, or a self-signed one,
+  renewed before it expires, both by ``manager.certreload``) and every ``GET /metrics`` checked by
+  ``manager.metrics_auth`` (401 without a valid token, 403 without the right, 429 when reviews are at their limit,
+  500 when a review fails); anything else is 404 before any review;
 - ``--no-metrics-secure``: plain HTTP and no checks, for a local run on 127.0.0.1 or a cluster where the network
   alone decides; binding it anywhere else is logged as a warning.
 
 Why its own thread and loop (``manager.serving``): rendering 1000 WebServers' series takes tens of milliseconds of
 CPU and a review waits for the API server; neither may delay the health probes, which are served by another thread.
 The reviews go through an API client created on this loop from the same client settings as the operator's.
+
+Every pod can reach this port, so its connections are bounded and timed out (``manager.connections``, at most
+``--metrics-max-connections``) in both modes, and a request whose caller hung up is cancelled with its review.
 
 Renders are coalesced: scrapes that arrive while a render runs (in this loop's executor) share its result, so a flood
 of scrapes costs one render at a time, not one per scrape.
