@@ -296,7 +296,7 @@ class ServerSettings(_Section):
         default=512,
         ge=1,
         description="Connections the /metrics port keeps open at once; at the limit a new one closes the one idle "
-        "the longest (each costs at most about 64 KiB).",
+        "the longest (an idle TLS connection costs about 46 KiB).",
     )
     health_probe_bind_address: str = Field(
         default=":8081", description="Address of /healthz and /readyz (HOST:PORT; port 0 picks a free port)."

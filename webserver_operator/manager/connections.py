@@ -9,14 +9,17 @@ and 1000 bare TCP connects 303 MiB, none closed after 90 s; a few hundred kill a
 What this module does instead, as Go's ``net/http`` server (which controller-runtime's metrics server uses) does
 with its per-connection buffers and its ``ReadHeaderTimeout``/``IdleTimeout``:
 
-- **TLS terminated with a 16 KiB buffer.** ``GatedSite`` listens on plain TCP and wraps each accepted connection in
-  ``_LeanTLS``, a ``SSLProtocol`` whose ``max_size`` (the size of the read buffer it allocates, and of the
-  plaintext it reads at once) is 16 KiB, one TLS record, instead of 256 KiB. That is what asyncio itself does for
-  ``create_server(ssl=...)`` (``_make_ssl_transport``), with a smaller buffer; the class attribute is read in
-  ``__init__`` and in ``get_buffer``/``_do_read__copied`` on CPython 3.11 to 3.13, and a unit test checks that an
-  instance really holds the small buffer, so a change in asyncio fails a test instead of costing memory silently.
-  The certificate is asked for on every accept (``tls()``), so a reload swaps the pair for new connections only
-  (``manager.certreload``).
+- **No TLS state before the first byte.** ``GatedSite`` listens on plain TCP; an accepted connection gets
+  ``_BeforeTLS``, which holds nothing but aiohttp's request handler until the client sends its first bytes (the
+  ClientHello), so a connect that never starts a handshake costs a few KiB, not an SSL object and its buffers.
+- **TLS terminated with a 16 KiB buffer.** The first bytes hand the connection to ``_LeanTLS``, a ``SSLProtocol``
+  whose ``max_size`` (the size of the read buffer it allocates, and of the plaintext it reads at once) is 16 KiB,
+  one TLS record, instead of 256 KiB. That is what asyncio itself does for ``create_server(ssl=...)``
+  (``_make_ssl_transport``), with a smaller buffer, and what ``loop.start_tls`` does with a connection already
+  open; the class attribute is read in ``__init__`` and in ``get_buffer``/``_do_read__copied`` on CPython 3.11 to
+  3.13, and a unit test checks that an instance really holds the small buffer, so a change in asyncio fails a test
+  instead of costing memory silently. The certificate is asked for at each handshake (``tls()``), so a reload
+  swaps the pair for new connections only (``manager.certreload``).
 - **At most ``max_connections`` at once.** At the limit, a new connection evicts the connection that has been idle
   (handshaking, waiting for its first request, or between requests) the longest; when every connection is in a
   request, the new one is closed at once. Refusing new connections instead would let a pod that holds the limit's
@@ -24,9 +27,8 @@ with its per-connection buffers and its ``ReadHeaderTimeout``/``IdleTimeout``:
   only push out other idle connections, never a scrape in progress.
 - **Timeouts**: the TLS handshake (``handshake_timeout``, asyncio's ``ssl_handshake_timeout``), the first request's
   head (``header_timeout``, counted from the accept, handshake included, as Go's ``ReadHeaderTimeout``) and the
-  time between requests on a kept-alive
-  connection (``idle_timeout``, which also ends a slow head after the first request). A sweep every second closes
-  what outlived them. A request being handled is never timed out here (the reviews and the render have their own).
+  time between requests on a kept-alive connection (``idle_timeout``, which also ends a slow head after the first
+  request). A sweep every second closes what outlived them. A request being handled is never timed out here (the reviews and the render have their own).
 
 Measured (tests/support/connflood.py from another process against tests/support/metrics_process.py, the metrics
 server in a process of its own, ``--max-connections 10000`` so none is evicted; RSS from /proc/PID/status; the
@@ -35,13 +37,13 @@ commands are in docs/monitoring.md), 500 connections each on 2 shared cores:
 ==============================================  ===================  ==========
 connection                                      before (256 KiB)     now
 ==============================================  ===================  ==========
-idle after the TLS handshake                    232 KiB              48 KiB
-connected, handshake never started              300 KiB              64 KiB
+idle after the TLS handshake                    232 KiB              46 KiB
+connected, handshake never started              300 KiB              3.7 KiB
 ==============================================  ===================  ==========
 
-What remains is OpenSSL's per-connection state and aiohttp's request handler; at the default limit of 512, at most
-32 MiB. A connection that never sends a byte could be cheaper still by making the TLS state only when its first
-byte arrives; the limit and the header timeout already bound it, so that is not done.
+What remains for a TLS connection is OpenSSL's per-connection state, the 16 KiB buffer and aiohttp's request
+handler; at the default limit of 512, at most 23 MiB. A handshake in progress holds OpenSSL's handshake buffers
+for a moment more.
 
 ``ConnectionTable`` is the pure bookkeeping (clock injected, tested alone); ``GatedSite`` is the aiohttp site that
 applies it. Used by ``manager.serving`` for every site given ``limits``.
@@ -161,13 +163,43 @@ class _LeanTLS(sslproto.SSLProtocol):
             ssl_handshake_timeout=site.limits.handshake_timeout,  # type: ignore[arg-type]
         )
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._site.opened(self._handler, transport)
-        super().connection_made(transport)
-
     def connection_lost(self, exc: BaseException | None) -> None:
         self._site.closed(self._handler)
         super().connection_lost(exc)
+
+
+class _BeforeTLS(asyncio.Protocol):
+    """A TLS connection until its first byte: no TLS state yet, so a connect that sends nothing costs little.
+
+    The first bytes (the ClientHello) hand the connection to a ``_LeanTLS``, which starts the handshake with them.
+    """
+
+    def __init__(self, site: GatedSite, handler: asyncio.BaseProtocol) -> None:
+        self._site = site
+        self._handler = handler
+        self._transport: asyncio.BaseTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport
+        self._site.opened(self._handler, transport)
+
+    def data_received(self, data: bytes) -> None:
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            return
+        tls = self._site.tls_protocol(self._handler)
+        transport.set_protocol(tls)
+        tls.connection_made(transport)
+        view = memoryview(data)
+        while view:
+            buffer = tls.get_buffer(len(view))
+            size = min(len(buffer), len(view))
+            buffer[:size] = view[:size]
+            tls.buffer_updated(size)
+            view = view[size:]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._site.closed(self._handler)
 
 
 class _Plain(asyncio.Protocol):
@@ -241,7 +273,7 @@ class GatedSite(BaseSite):
         self._sweeper: asyncio.Task[None] | None = None
         self.limits = table.limits
         self.table = table
-        self.loop = asyncio.get_event_loop()
+        self.loop = asyncio.get_running_loop()
         self._transports: dict[Hashable, asyncio.BaseTransport] = {}
         self.refused = 0
 
@@ -257,7 +289,6 @@ class GatedSite(BaseSite):
 
     async def start(self) -> None:
         await super().start()
-        self.loop = asyncio.get_running_loop()
         self._server = await self.loop.create_server(
             self._accept, self._host, self._port, backlog=self._backlog, reuse_address=True
         )
@@ -268,14 +299,22 @@ class GatedSite(BaseSite):
             self._sweeper.cancel()
             await asyncio.gather(self._sweeper, return_exceptions=True)
         await super().stop()
+        # aiohttp's runner closes the connections it knows; those still in their TLS handshake it never saw.
+        for transport in list(self._transports.values()):
+            self._close(transport)
 
     def _accept(self) -> asyncio.BaseProtocol:
         server = self._runner.server
         assert server is not None
         handler: Any = server()
         if self._tls is not None:
-            return _LeanTLS(self, handler, self._tls())
+            return _BeforeTLS(self, handler)
         return _Plain(self, handler)
+
+    def tls_protocol(self, handler: asyncio.BaseProtocol) -> _LeanTLS:
+        """The TLS layer of ``handler``'s connection, with the certificate served now."""
+        assert self._tls is not None
+        return _LeanTLS(self, handler, self._tls())
 
     def opened(self, key: Hashable, transport: asyncio.BaseTransport) -> None:
         admitted, victim = self.table.admit(key)
@@ -283,6 +322,7 @@ class GatedSite(BaseSite):
             self._close(self._transports.pop(victim, None))
         if not admitted:
             self.refused += 1
+            log.debug("%s: %d connections, all in a request: a new one is closed", self.name, len(self.table))
             transport.abort()  # type: ignore[attr-defined]
             return
         self._transports[key] = transport
