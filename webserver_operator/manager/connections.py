@@ -28,7 +28,8 @@ with its per-connection buffers and its ``ReadHeaderTimeout``/``IdleTimeout``:
 - **Timeouts**: the TLS handshake (``handshake_timeout``, asyncio's ``ssl_handshake_timeout``), the first request's
   head (``header_timeout``, counted from the accept, handshake included, as Go's ``ReadHeaderTimeout``) and the
   time between requests on a kept-alive connection (``idle_timeout``, which also ends a slow head after the first
-  request). A sweep every second closes what outlived them. A request being handled is never timed out here (the reviews and the render have their own).
+  request). A sweep every second closes what outlived them. A request being handled is never timed out here (the
+  reviews and the render have their own).
 
 Measured (tests/support/connflood.py from another process against tests/support/metrics_process.py, the metrics
 server in a process of its own, ``--max-connections 10000`` so none is evicted; RSS from /proc/PID/status; the
