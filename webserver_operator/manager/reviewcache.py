@@ -82,13 +82,16 @@ class ReviewCache(Generic[K, V]):
             if left:
                 self._waiting[flight] = left
             elif not flight.done():
-                flight.cancel()  # ...but the last one to go takes it with them.
+                flight.cancel()  # ...but the last one to go takes it with them,
+                if self._flights.get(key) is flight:
+                    del self._flights[key]  # and a caller arriving meanwhile starts a fetch of its own.
 
     async def _fill(self, key: K, fetch: Callable[[], Awaitable[V]]) -> V:
         try:
             value = await fetch()
         finally:
-            self._flights.pop(key, None)
+            if self._flights.get(key) is asyncio.current_task():
+                del self._flights[key]
         ttl = self._ttl(value)
         if ttl > 0:
             self._store(key, self._clock() + ttl, value)

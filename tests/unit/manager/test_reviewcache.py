@@ -140,3 +140,17 @@ async def test_a_fetch_is_cancelled_when_every_caller_has_gone() -> None:
     await asyncio.sleep(0)
     assert fetch.answers == ["alice"]  # the fetch never went on to take its answer
     assert "token" not in cache
+
+
+async def test_a_caller_arriving_as_the_last_one_leaves_gets_an_answer_of_its_own() -> None:
+    cache: ReviewCache[str, object] = ReviewCache(ttl=lambda _: 60, clock=Clock())
+    fetch = Fetch("alice", "alice")
+    fetch.gate.clear()
+    leaver = asyncio.create_task(cache.get("token", fetch))
+    await asyncio.sleep(0)
+    leaver.cancel()
+    newcomer = asyncio.create_task(cache.get("token", fetch))  # arrives before the cancelled fetch has unwound
+    await asyncio.gather(leaver, return_exceptions=True)
+    fetch.gate.set()
+    assert await newcomer == "alice"  # not the cancellation of the fetch it did not ask to stop
+    assert fetch.calls == 2 and cache.in_flight == 0
