@@ -12,7 +12,6 @@ import gc
 import os
 import signal
 import socket
-import ssl
 import threading
 import time
 import urllib.error
@@ -165,13 +164,13 @@ async def test_the_first_reconcile_does_not_wait_for_the_metrics_certificate(
 ) -> None:
     """While /metrics is still making its certificate, the WebServer gets its children; /readyz waits for /metrics."""
     certificate_made = threading.Event()
-    real = certs.server_ssl_context
+    real = certs.self_signed_pem
 
-    def slow_certificate(cert_dir: str | None) -> ssl.SSLContext:
+    def slow_certificate(hosts: list[str], *, validity_seconds: float | None = None) -> certs.SelfSigned:
         certificate_made.wait(60)
-        return real(cert_dir)
+        return real(hosts, validity_seconds=validity_seconds)
 
-    monkeypatch.setattr("webserver_operator.manager.metrics.server.server_ssl_context", slow_certificate)
+    monkeypatch.setattr("webserver_operator.manager.metrics.server.self_signed_pem", slow_certificate)
     cluster.apply(webserver("web", replicas=1), namespace=namespace)
     settings = Settings(
         client=ClientSettings(kubeconfig=str(cluster.kubeconfig)),

@@ -292,6 +292,12 @@ class ServerSettings(_Section):
         description="Directory with tls.crt and tls.key (e.g. a mounted cert-manager Secret) for /metrics "
         "(default: a self-signed certificate made at start).",
     )
+    metrics_max_connections: int = Field(
+        default=512,
+        ge=1,
+        description="Connections the /metrics port keeps open at once; at the limit a new one closes the one idle "
+        "the longest (an idle TLS connection costs about 46 KiB).",
+    )
     health_probe_bind_address: str = Field(
         default=":8081", description="Address of /healthz and /readyz (HOST:PORT; port 0 picks a free port)."
     )

@@ -344,6 +344,7 @@ def test_schema_rejects_unknown_keys(setting: str) -> None:
         "image.digest=latest",
         "workers=0",
         "metrics.port=70000",
+        "metrics.maxConnections=0",
         "webServerPodSecurityLevel=restricted",
     ],
 )

@@ -61,6 +61,16 @@ def test_metrics_are_https_behind_reviews_by_default() -> None:
     assert not find(docs, "Certificate") and not find(docs, "NetworkPolicy")
 
 
+def test_the_metrics_connection_limit_is_the_operators_default_unless_set() -> None:
+    from webserver_operator.core.settings import ServerSettings  # noqa: PLC0415 - only this test needs it
+
+    # The chart passes the flag only when its value differs from the operator's default (both 512).
+    assert ServerSettings().metrics_max_connections == 512
+    assert not flag_values_of(manager_of(render())["args"], "--metrics-max-connections")
+    args = manager_of(render(values={"metrics": {"maxConnections": 2048}}))["args"]
+    assert flag_values_of(args, "--metrics-max-connections") == ["2048"]
+
+
 def test_metrics_reader_subjects_are_bound() -> None:
     subject = "metrics.reader.subjects[0]"
     docs = render(

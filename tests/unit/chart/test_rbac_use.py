@@ -160,7 +160,7 @@ async def lead_and_release(api: RecordingApi) -> None:
 
 
 async def scrape_metrics(api: RecordingApi) -> None:
-    verdict = await MetricsAuth(api).check(authorization="Bearer a-token", verb="get", path="/metrics")
+    verdict = await MetricsAuth(api).check(authorization="Bearer a-token")
     assert verdict.allowed, verdict
 
 

@@ -58,6 +58,7 @@ def test_flags_override_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         (["--leader-election-id", "x" * 254], "is not a Lease name: use a DNS-1123 subdomain"),
         (["--leader-election-namespace", "Ops_NS"], "'Ops_NS' is not a namespace name: use a DNS-1123 label"),
         (["--leader-election-namespace", "a" * 64], "is not a namespace name: use a DNS-1123 label"),
+        (["--metrics-max-connections", "0"], "metrics_max_connections (--metrics-max-connections / WEBSERVER_"),
         (["--max-loop-lag", "1"], "max_loop_lag (--max-loop-lag / WEBSERVER_OPERATOR_MAX_LOOP_LAG): must be a number"),
         (["--max-loop-lag", "0.4"], "of at least 2: the event loop's heartbeat ticks every 0.5 s"),
         (["--watch-stall-timeout", "0.01"], "watch_stall_timeout (--watch-stall-timeout / WEBSERVER_OPERATOR_WATCH_"),

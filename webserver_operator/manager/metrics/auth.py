@@ -11,11 +11,19 @@ default), so the same RBAC and the same Prometheus configuration work for both:
 - a review that fails (the API server unreachable, or the operator not allowed to create reviews): 500, and an
   error in the log saying which permission to grant;
 - answers cached as k8s.io/apiserver caches them: tokens 1 minute, allowed 5 minutes, denied 30 seconds
-  (``manager.metrics.reviewcache``), keyed by an HMAC of the token so the cache holds no token.
+  (``manager.metrics.reviewcache``), keyed by an HMAC of the token so the cache holds no token; identities that passed
+  are kept apart from tokens that did not, so a flood of junk tokens cannot push them out;
+- reviews only for ``GET /metrics``, the one route there is: ``manager.metrics.server`` answers anything else 404
+  before it gets here (as controller-runtime filters only its metrics route), so the SubjectAccessReview always asks
+  for ``get`` on ``/metrics`` and no request path reaches the API server;
+- reviews limited (``manager.metrics.reviewlimit``: 20 per second, bursts of 30, 16 in flight): a request that would
+wait
+  more than a second for its turn is answered 429 with ``Retry-After``; a review whose callers all hung up is
+  cancelled.
 
 What the reviews say and mean is ``manager.metrics.reviews`` (pure); this module sends them through an ``ApiRequests``
 (the metrics server's own API client, on its own loop) and turns the outcome into a ``Verdict``. Used by
-``manager.metrics.server``'s middleware on every request.
+``manager.metrics.server``'s middleware on every ``GET /metrics``.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from dataclasses import dataclass
 from webserver_operator.core.vocabulary import ApiRequests
 from webserver_operator.kube.errors import KubeError
 from webserver_operator.manager.metrics.reviewcache import ReviewCache
+from webserver_operator.manager.metrics.reviewlimit import ReviewLimiter, ReviewsBusy
 from webserver_operator.manager.metrics.reviews import (
     SUBJECT_ACCESS_REVIEWS,
     TOKEN_REVIEWS,
@@ -43,7 +52,7 @@ from webserver_operator.manager.metrics.reviews import (
     token_review,
 )
 
-__all__ = ["ALLOW_TTL", "DENY_TTL", "TOKEN_TTL", "MetricsAuth", "Verdict"]
+__all__ = ["ALLOW_TTL", "DENY_TTL", "METRICS_PATH", "TOKEN_TTL", "MetricsAuth", "Verdict"]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +60,9 @@ log = logging.getLogger(__name__)
 TOKEN_TTL = 60.0
 ALLOW_TTL = 300.0
 DENY_TTL = 30.0
+#: The one route that is reviewed, and what the SubjectAccessReview asks for.
+METRICS_PATH = "/metrics"
+_VERB = "get"
 
 _RBAC_HINT = (
     "the operator's ServiceAccount needs create on tokenreviews (authentication.k8s.io) and subjectaccessreviews "
@@ -64,6 +76,7 @@ class Verdict:
 
     status: int
     message: str = ""
+    retry_after: float | None = None
 
     @property
     def allowed(self) -> bool:
@@ -73,20 +86,32 @@ class Verdict:
 class MetricsAuth:
     """Authenticates (TokenReview) and authorises (SubjectAccessReview) each request, with cached answers."""
 
-    def __init__(self, api: ApiRequests, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        api: ApiRequests,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        limiter: ReviewLimiter | None = None,
+    ) -> None:
         self._api = api
         self._key = secrets.token_bytes(32)
-        self._users: ReviewCache[bytes, UserInfo | None] = ReviewCache(ttl=lambda _: TOKEN_TTL, clock=clock)
-        self._access: ReviewCache[tuple[UserInfo, str, str], Decision] = ReviewCache(
-            ttl=lambda d: ALLOW_TTL if d.allowed else DENY_TTL, clock=clock
+        self._limiter = limiter or ReviewLimiter()
+        self._users: ReviewCache[bytes, UserInfo | None] = ReviewCache(
+            ttl=lambda _: TOKEN_TTL, positive=lambda user: user is not None, clock=clock
+        )
+        self._access: ReviewCache[UserInfo, Decision] = ReviewCache(
+            ttl=lambda d: ALLOW_TTL if d.allowed else DENY_TTL, positive=lambda d: d.allowed, clock=clock
         )
 
-    async def check(self, *, authorization: str | None, verb: str, path: str) -> Verdict:
+    async def check(self, *, authorization: str | None) -> Verdict:
+        """Whether the bearer of ``authorization`` may ``get /metrics``, as a ``Verdict``."""
         token = bearer_token(authorization)
         if token is None:
             return Verdict(401, "Unauthorized: send a ServiceAccount token as 'Authorization: Bearer <token>'")
         try:
             user = await self._users.get(self._digest(token), lambda: self._review_token(token))
+        except ReviewsBusy as busy:
+            return _busy(busy)
         except KubeError as err:
             log.error("metrics: the TokenReview failed, answering 500: %s (%s)", err, _RBAC_HINT)
             return Verdict(500, "Authentication failed: the API server did not review the token (see the operator log)")
@@ -96,8 +121,11 @@ class MetricsAuth:
                 "Unauthorized: the API server did not authenticate the bearer token (expired, revoked or from "
                 "another cluster); send a current ServiceAccount token",
             )
+        verb, path = _VERB, METRICS_PATH
         try:
-            decision = await self._access.get((user, verb, path), lambda: self._review_access(user, verb, path))
+            decision = await self._access.get(user, lambda: self._review_access(user))
+        except ReviewsBusy as busy:
+            return _busy(busy)
         except KubeError as err:
             log.error(
                 "metrics: the SubjectAccessReview for %s failed, answering 500: %s (%s)", user.name, err, _RBAC_HINT
@@ -116,8 +144,21 @@ class MetricsAuth:
         return hmac.new(self._key, token.encode(), hashlib.sha256).digest()
 
     async def _review_token(self, token: str) -> UserInfo | None:
-        return authenticated_user(await self._api.request("POST", TOKEN_REVIEWS, body=token_review(token)))
+        async with self._limiter.turn():
+            answer = await self._api.request("POST", TOKEN_REVIEWS, body=token_review(token))
+        return authenticated_user(answer)
 
-    async def _review_access(self, user: UserInfo, verb: str, path: str) -> Decision:
-        answer = await self._api.request("POST", SUBJECT_ACCESS_REVIEWS, body=access_review(user, verb=verb, path=path))
+    async def _review_access(self, user: UserInfo) -> Decision:
+        async with self._limiter.turn():
+            body = access_review(user, verb=_VERB, path=METRICS_PATH)
+            answer = await self._api.request("POST", SUBJECT_ACCESS_REVIEWS, body=body)
         return access_decision(answer)
+
+
+def _busy(busy: ReviewsBusy) -> Verdict:
+    return Verdict(
+        429,
+        "Too many requests: the operator is reviewing as many tokens as it allows itself to; retry later "
+        "(a token that was reviewed recently is answered from the cache)",
+        retry_after=busy.retry_after,
+    )

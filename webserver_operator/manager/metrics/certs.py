@@ -8,8 +8,9 @@ and ``--metrics-cert-path`` points at it, so Prometheus can verify the server ag
 
 The pod's root filesystem is read-only: the self-signed pair is written to a private temporary directory (/tmp is an
 emptyDir) only for ``ssl`` to load it (the standard library loads keys from files only), and deleted at once.
-A mounted certificate is read at start and again whenever its files change (``manager.metrics.certreload``): a renewal
-by cert-manager is served without a restart.
+A mounted certificate is read at start and again whenever its files change, and the self-signed one is made anew
+before it expires (both ``manager.metrics.certreload``): new connections get the new pair without a restart, through the
+``ServingCertificate`` holder, which only ever holds a context that loaded.
 
 The pair is made in a child process (``manager.metrics.certgen``), so that the operator never imports ``cryptography``:
 that library would keep about 10 MB resident for the life of the process, for a few lines run once.
@@ -25,8 +26,19 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
-__all__ = ["CERT_FILE", "KEY_FILE", "load_mounted", "self_signed_pem", "server_ssl_context"]
+__all__ = [
+    "CERT_FILE",
+    "KEY_FILE",
+    "SelfSigned",
+    "ServingCertificate",
+    "load_mounted",
+    "pem_context",
+    "self_signed_pem",
+    "server_ssl_context",
+    "serving_hosts",
+]
 
 #: File names in ``--metrics-cert-path``: the keys of a ``kubernetes.io/tls`` Secret, as cert-manager writes them.
 CERT_FILE = "tls.crt"
@@ -36,9 +48,44 @@ CERTGEN_MODULE = "webserver_operator.manager.metrics.certgen"
 _CERTGEN_TIMEOUT_SECONDS = 60.0
 
 
-def self_signed_pem(hosts: list[str]) -> tuple[bytes, bytes]:
-    """A new self-signed (cert, key) PEM pair for ``hosts``, made by ``manager.metrics.certgen`` in a child process."""
+class SelfSigned(NamedTuple):
+    """A self-signed pair as PEM, and when the certificate expires (seconds since the epoch)."""
+
+    cert: bytes
+    key: bytes
+    not_after: float
+
+
+class ServingCertificate:
+    """The TLS context new connections get (``manager.metrics.connections`` calls it at each accept).
+
+    Why a holder and not one ``SSLContext`` reloaded in place: ``load_cert_chain`` on a live context installs the
+    certificate before it checks the key, so a new certificate with a key that does not match would leave the
+    context serving a certificate it has no key for, until a restart. ``manager.metrics.certreload`` builds a whole new
+    context and ``swap``s it in only once it loaded, as controller-runtime's certwatcher does; connections already
+    open keep theirs.
+    """
+
+    def __init__(self, context: ssl.SSLContext) -> None:
+        self.context = context
+
+    def __call__(self) -> ssl.SSLContext:
+        return self.context
+
+    def swap(self, context: ssl.SSLContext) -> None:
+        self.context = context
+
+
+def serving_hosts() -> list[str]:
+    """The names the self-signed certificate is made for."""
+    return ["localhost", "127.0.0.1", "::1", socket.gethostname()]
+
+
+def self_signed_pem(hosts: list[str], *, validity_seconds: float | None = None) -> SelfSigned:
+    """A new self-signed pair for ``hosts``, made by ``manager.metrics.certgen`` in a child process (blocks)."""
     command = [sys.executable, "-m", CERTGEN_MODULE, *hosts]
+    if validity_seconds is not None:
+        command.append(f"--validity-seconds={validity_seconds}")
     try:
         done = subprocess.run(command, capture_output=True, timeout=_CERTGEN_TIMEOUT_SECONDS, check=False)
     except (OSError, subprocess.TimeoutExpired) as err:
@@ -54,18 +101,28 @@ def self_signed_pem(hosts: list[str]) -> tuple[bytes, bytes]:
             "installed, or mount a certificate and set --metrics-cert-path"
         )
     pair = json.loads(done.stdout)
-    return str(pair["cert"]).encode(), str(pair["key"]).encode()
+    return SelfSigned(str(pair["cert"]).encode(), str(pair["key"]).encode(), float(pair["not_after"]))
+
+
+def _new_context() -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    return context
 
 
 def server_ssl_context(cert_dir: str | None) -> ssl.SSLContext:
-    """A TLS 1.2+ server context with the certificate in ``cert_dir``, or a self-signed one when it is None."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    """A new TLS 1.2+ server context with the certificate in ``cert_dir``, or a self-signed one when it is None."""
     if cert_dir is not None:
+        context = _new_context()
         load_mounted(context, Path(cert_dir))
         return context
-    hosts = ["localhost", "127.0.0.1", "::1", socket.gethostname()]
-    cert, key = self_signed_pem(hosts)
+    return pem_context(self_signed_pem(serving_hosts()))
+
+
+def pem_context(pair: SelfSigned) -> ssl.SSLContext:
+    """A new TLS 1.2+ server context serving ``pair`` (written to a private temporary directory, deleted at once)."""
+    context = _new_context()
+    cert, key = pair.cert, pair.key
     try:
         with tempfile.TemporaryDirectory(prefix="metrics-cert-") as tmp:
             cert_file, key_file = Path(tmp, CERT_FILE), Path(tmp, KEY_FILE)

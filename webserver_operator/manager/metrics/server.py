@@ -4,15 +4,20 @@ Why it is guarded: ``webserver_operator_webserver_ready_status{namespace,name}``
 In a shared cluster only identities the cluster's RBAC allows to ``get /metrics`` may read them, as with
 kubebuilder v4 (controller-runtime's secure metrics server and its authentication/authorization filter):
 
-- secure (default): TLS (``manager.metrics.certs``: a mounted certificate, reloaded when it changes by
-  ``manager.metrics.certreload``, or a self-signed one) and every request checked by ``manager.metrics.auth`` (401
-  without a valid token, 403 without the right, 500 when a review fails);
+- secure (default): TLS (``manager.metrics.certs``: a mounted certificate, reloaded when it changes, or a self-signed
+one,
+  renewed before it expires, both by ``manager.metrics.certreload``) and every ``GET /metrics`` checked by
+  ``manager.metrics.auth`` (401 without a valid token, 403 without the right, 429 when reviews are at their limit,
+  500 when a review fails); anything else is 404 before any review;
 - ``--no-metrics-secure``: plain HTTP and no checks, for a local run on 127.0.0.1 or a cluster where the network
   alone decides; binding it anywhere else is logged as a warning.
 
 Why its own thread and loop (``manager.metrics.serving``): rendering 1000 WebServers' series takes tens of milliseconds
 of CPU and a review waits for the API server; neither may delay the health probes, which are served by another thread.
 The reviews go through an API client created on this loop from the same client settings as the operator's.
+
+Every pod can reach this port, so its connections are bounded and timed out (``manager.metrics.connections``, at most
+``--metrics-max-connections``) in both modes, and a request whose caller hung up is cancelled with its review.
 
 Renders are coalesced: scrapes that arrive while a render runs (in this loop's executor) share its result, so a flood
 of scrapes costs one render at a time, not one per scrape.
@@ -27,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -39,9 +45,16 @@ from webserver_operator.core.settings import ClientSettings, ServerSettings, par
 from webserver_operator.kube.client import KubeClient
 from webserver_operator.kube.config import load_configuration
 from webserver_operator.kube.retry import RetryPolicy
-from webserver_operator.manager.metrics.auth import MetricsAuth
-from webserver_operator.manager.metrics.certreload import CertificateReloader
-from webserver_operator.manager.metrics.certs import server_ssl_context
+from webserver_operator.manager.metrics.auth import METRICS_PATH, MetricsAuth
+from webserver_operator.manager.metrics.certreload import CertificateReloader, SelfSignedRenewer
+from webserver_operator.manager.metrics.certs import (
+    SelfSigned,
+    ServingCertificate,
+    self_signed_pem,
+    server_ssl_context,
+    serving_hosts,
+)
+from webserver_operator.manager.metrics.connections import ConnectionLimits
 from webserver_operator.manager.metrics.serving import ServerThread, Site
 
 __all__ = ["MetricsServer", "SharedRender"]
@@ -79,16 +92,22 @@ def _metrics_handler(render: SharedRender) -> Callable[[web.Request], Awaitable[
 
 
 def _auth_middleware(auth: MetricsAuth) -> Middleware:
+    """Reviews ``GET /metrics`` only: anything else is 404 before any TokenReview or SubjectAccessReview."""
+
     @web.middleware
     async def middleware(
         request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
-        verdict = await auth.check(
-            authorization=request.headers.get("Authorization"), verb=request.method.lower(), path=request.path
-        )
+        if request.method != "GET" or request.path != METRICS_PATH:
+            return web.Response(status=404, text=f"Not found: this port serves GET {METRICS_PATH} only\n")
+        verdict = await auth.check(authorization=request.headers.get("Authorization"))
         if verdict.allowed:
             return await handler(request)
-        headers = {"WWW-Authenticate": 'Bearer realm="webserver-operator metrics"'} if verdict.status == 401 else {}
+        headers = {}
+        if verdict.status == 401:
+            headers["WWW-Authenticate"] = 'Bearer realm="webserver-operator metrics"'
+        if verdict.retry_after is not None:
+            headers["Retry-After"] = str(math.ceil(verdict.retry_after))
         return web.Response(status=verdict.status, text=verdict.message + "\n", headers=headers)
 
     return middleware
@@ -163,10 +182,18 @@ class MetricsServer:
 
     async def _sites(self) -> list[Site]:
         app = web.Application()
-        app.router.add_get("/metrics", _metrics_handler(self._render), allow_head=False)
+        app.router.add_get(METRICS_PATH, _metrics_handler(self._render), allow_head=False)
+        limits = ConnectionLimits(max_connections=self._settings.metrics_max_connections)
         if not self._settings.metrics_secure:
-            return [Site(app=app, bind=self._bind)]
-        ssl_context = server_ssl_context(self._settings.metrics_cert_path)
+            return [Site(app=app, bind=self._bind, limits=limits)]
+        cert_path = self._settings.metrics_cert_path
+        if cert_path is not None:
+            serving = ServingCertificate(server_ssl_context(cert_path))
+            app.cleanup_ctx.append(_background(CertificateReloader(serving, cert_path).run))
+        else:
+            renewer = SelfSignedRenewer(make=self._self_signed)
+            serving = renewer.first()
+            app.cleanup_ctx.append(_background(renewer.run))
         api = await self._review_client()
 
         async def close_client(_: web.Application) -> None:
@@ -174,10 +201,11 @@ class MetricsServer:
 
         app.on_cleanup.append(close_client)
         app.middlewares.append(_auth_middleware(MetricsAuth(api)))
-        if self._settings.metrics_cert_path is not None:
-            reloader = CertificateReloader(ssl_context, self._settings.metrics_cert_path)
-            app.cleanup_ctx.append(_background(reloader.run))
-        return [Site(app=app, bind=self._bind, ssl_context=ssl_context)]
+        return [Site(app=app, bind=self._bind, tls=serving, limits=limits)]
+
+    @staticmethod
+    def _self_signed() -> SelfSigned:
+        return self_signed_pem(serving_hosts())
 
     async def _review_client(self) -> KubeClient:
         """An API client on this thread's loop, for the reviews: the operator's credentials, shorter timeouts."""

@@ -27,16 +27,29 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from webserver_operator.manager.metrics.connections import (
+    ConnectionLimits,
+    ConnectionTable,
+    GatedSite,
+    table_middleware,
+)
+
 __all__ = ["ServerThread", "Site"]
 
 
 @dataclass(frozen=True)
 class Site:
-    """One application on one address; with ``ssl_context`` it is served over TLS."""
+    """One application on one address.
+
+    With ``tls`` it is served over TLS with the context ``tls()`` returns at each accept (so a reloaded certificate
+    serves new connections). With ``limits`` its connections are bounded and timed out
+    (``manager.metrics.connections``): the metrics port, which every pod can reach, has them.
+    """
 
     app: web.Application
     bind: tuple[str, int]
-    ssl_context: ssl.SSLContext | None = None
+    tls: Callable[[], ssl.SSLContext] | None = None
+    limits: ConnectionLimits | None = None
 
 
 class ServerThread:
@@ -94,11 +107,20 @@ class ServerThread:
             self.ports.append(await self._start(site))
 
     async def _start(self, site: Site) -> int:
-        runner = web.AppRunner(site.app, access_log=None, handle_signals=False)
+        table = ConnectionTable(site.limits) if site.limits is not None else None
+        if table is not None:
+            site.app.middlewares.insert(0, table_middleware(table))
+        # handler_cancellation: a request whose caller hung up is cancelled, and with it the review it waits for.
+        runner = web.AppRunner(site.app, access_log=None, handle_signals=False, handler_cancellation=True)
         await runner.setup()
         self._runners.append(runner)
         host, port = site.bind
-        tcp = web.TCPSite(runner, host=host, port=port, reuse_address=True, ssl_context=site.ssl_context)
+        tcp: web.BaseSite
+        if table is not None:
+            tcp = GatedSite(runner, host, port, table=table, tls=site.tls)
+        else:
+            context = site.tls() if site.tls is not None else None
+            tcp = web.TCPSite(runner, host=host, port=port, reuse_address=True, ssl_context=context)
         try:
             await tcp.start()
         except OSError as err:

@@ -8,6 +8,7 @@ import ipaddress
 import ssl
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,11 @@ def test_a_key_that_does_not_match_the_certificate_is_refused_clearly(tmp_path: 
     (tmp_path / "a" / "tls.key").write_bytes((tmp_path / "b" / "tls.key").read_bytes())
     with pytest.raises(ssl.SSLError, match="are not a matching PEM certificate and key"):
         server_ssl_context(str(tmp_path / "a"))
+
+
+def test_the_child_process_says_when_the_pair_expires() -> None:
+    """What the in-process renewal (manager.metrics.certreload) schedules from: the certificate's own notAfter."""
+    pair = certs.self_signed_pem(["localhost"], validity_seconds=300)
+    cert = x509.load_pem_x509_certificate(pair.cert)
+    assert pair.not_after == pytest.approx(cert.not_valid_after_utc.timestamp(), abs=1)
+    assert pair.not_after == pytest.approx(time.time() + 300, abs=60)

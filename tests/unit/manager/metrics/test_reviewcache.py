@@ -107,3 +107,50 @@ async def test_the_cache_is_bounded_and_drops_expired_then_oldest_entries() -> N
     for key in (2, 5, 4):
         await cache.get(key, answer(key, 100.0))
     assert fetches == [2]  # 2 was dropped and fetched again (dropping 3); 5 and 4 were cached
+
+
+async def test_negative_answers_never_push_positive_ones_out() -> None:
+    """Issue 32 major 2: with one bound for both, 4096 junk tokens pushed Prometheus' identity out of the cache."""
+    cache: ReviewCache[str, object] = ReviewCache(
+        ttl=lambda _: 60, positive=lambda user: user is not None, max_entries=3, clock=Clock()
+    )
+    fetch = Fetch("prometheus")
+    await cache.get("prom-token", fetch)
+    for i in range(100):
+        await cache.get(f"junk-{i}", Fetch(None))
+    assert await cache.get("prom-token", fetch) == "prometheus" and fetch.calls == 1
+    assert len(cache) == 1 + 3  # the positive side, and the newest 3 negative answers
+    assert "junk-99" in cache and "junk-0" not in cache
+
+
+async def test_a_fetch_is_cancelled_when_every_caller_has_gone() -> None:
+    """Issue 32 major 2: a review went on for callers that had hung up (20,000 of them: +396 MiB)."""
+    cache: ReviewCache[str, object] = ReviewCache(ttl=lambda _: 60, clock=Clock())
+    fetch = Fetch("alice")
+    fetch.gate.clear()
+    callers = [asyncio.create_task(cache.get("token", fetch)) for _ in range(3)]
+    await asyncio.sleep(0)
+    assert cache.in_flight == 1
+    for caller in callers:
+        caller.cancel()
+    await asyncio.gather(*callers, return_exceptions=True)
+    await asyncio.sleep(0)
+    assert cache.in_flight == 0
+    fetch.gate.set()
+    await asyncio.sleep(0)
+    assert fetch.answers == ["alice"]  # the fetch never went on to take its answer
+    assert "token" not in cache
+
+
+async def test_a_caller_arriving_as_the_last_one_leaves_gets_an_answer_of_its_own() -> None:
+    cache: ReviewCache[str, object] = ReviewCache(ttl=lambda _: 60, clock=Clock())
+    fetch = Fetch("alice", "alice")
+    fetch.gate.clear()
+    leaver = asyncio.create_task(cache.get("token", fetch))
+    await asyncio.sleep(0)
+    leaver.cancel()
+    newcomer = asyncio.create_task(cache.get("token", fetch))  # arrives before the cancelled fetch has unwound
+    await asyncio.gather(leaver, return_exceptions=True)
+    fetch.gate.set()
+    assert await newcomer == "alice"  # not the cancellation of the fetch it did not ask to stop
+    assert fetch.calls == 2 and cache.in_flight == 0

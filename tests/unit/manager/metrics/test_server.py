@@ -11,12 +11,13 @@ import asyncio
 import ssl
 import threading
 import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from harness.scrape import scrape
+from harness.scrape import client_context, scrape
 from tests.support.review_api import ReviewApi
 from tests.support.tls import issue_certificate
 from webserver_operator.core.settings import ClientSettings, ServerSettings
@@ -61,10 +62,20 @@ def test_https_answers_401_403_and_200_and_caches_the_reviews(secure: MetricsSer
     assert review_api.reviews == {"token": 3, "access": 2}
 
 
-def test_other_paths_and_methods_are_reviewed_too(secure: MetricsServer) -> None:
+def test_anything_but_get_metrics_is_404_without_a_review(secure: MetricsServer, review_api: ReviewApi) -> None:
+    """Issue 32 major 2: every path was reviewed, and went into the SubjectAccessReview (200 paths, 200 reviews)."""
     base = f"https://127.0.0.1:{secure.port}"
-    assert scrape(f"{base}/debug", token="tenant")[0] == 403
-    assert scrape(f"{base}/debug", token="reader")[0] == 403  # readers may get /metrics, nothing else
+    for i in range(20):
+        status, body = scrape(f"{base}/debug/{i}", token="tenant")
+        assert status == 404 and "serves GET /metrics only" in body
+        assert scrape(f"{base}/metrics/{i}", token=f"junk-{i}")[0] == 404
+    post = urllib.request.Request(f"{base}/metrics", data=b"", headers={"Authorization": "Bearer reader"})  # noqa: S310
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(post, timeout=10, context=client_context())  # noqa: S310 - the test's own server
+    refused.value.close()
+    assert refused.value.code == 404
+    assert review_api.reviews == {}
+    assert scrape(f"{base}/metrics", token="reader")[0] == 200
 
 
 def test_plain_http_is_refused_on_the_https_port(secure: MetricsServer) -> None:
