@@ -60,6 +60,11 @@ KEEPALIVE_SECONDS = 15.0
 CLOSE_GRACE_SECONDS = 0.5
 #: Body bytes a watch may have received and not yet read before the connection stops reading (back-pressure).
 _STREAM_HIGH_WATER = 4 * 2**20
+#: Largest body read whole (every answer but a watch's). The largest answer the operator asks for is a list page
+#: (``runtime.informer``: 500 objects, a few MiB for usual objects); a page this large would take the operator past
+#: its memory limit once decoded, so it is refused rather than buffered (a watch's frames are bounded in
+#: ``kube.stream``).
+MAX_BODY = 128 * 2**20
 
 
 class ServerDisconnected(ConnectionError):
@@ -76,7 +81,7 @@ class Endpoint:
 
     host: str
     port: int
-    #: ``host[:port]`` as in the URL: the ``Host`` header and the ``CONNECT`` target.
+    #: ``host[:port]`` as in the URL: the ``Host`` header of requests to the API server.
     authority: str
     tls: ssl.SSLContext | None
     server_hostname: str | None = None
@@ -122,6 +127,12 @@ class Endpoint:
             proxy_headers=tuple(headers.items()),
         )
 
+    @property
+    def connect_target(self) -> str:
+        """``host:port`` of the API server, the port always given (RFC 9112 3.2.3): the ``CONNECT`` request target."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
     def target(self, path_and_query: str) -> str:
         """The request target: origin form, or absolute form for plain HTTP through a proxy."""
         if self.proxy and self.tls is None:
@@ -154,6 +165,7 @@ class Connection(asyncio.Protocol):
         self._closing = False
         self._lost: asyncio.Future[None] = self._loop.create_future()  # done once the socket is closed
         self._busy = False
+        self._pooled = False  # given back to the pool as reusable, and not taken again since
         self.idle_since = 0.0
         self._timer = IdleTimer(read_timeout, self._timed_out) if read_timeout is not None else None
 
@@ -164,6 +176,15 @@ class Connection(asyncio.Protocol):
         self._transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
+        if not self._busy:
+            # Bytes while no request is out: a misbehaving server or proxy. Never parsed as the next request's
+            # answer; the connection is closed (Go: "Unsolicited response received on idle HTTP channel").
+            if not self._closing:
+                self._fail(ProtocolError(f"{len(data)} unsolicited bytes from the API server on an idle connection"))
+                if self._pooled:
+                    self._pooled = False
+                    self._on_done(self, False)  # the pool forgets it now, not when it is next taken
+            return
         if self._timer is not None and not self._streaming:
             self._timer.touch()
         try:
@@ -199,6 +220,11 @@ class Connection(asyncio.Protocol):
     def _on_body(self, data: bytes) -> None:
         self._chunks.append(data)
         self._buffered += len(data)
+        if self._buffered > MAX_BODY and not self._streaming:
+            raise ProtocolError(
+                f"the API server's answer is larger than {MAX_BODY // 2**20} MiB, more than this client reads "
+                "whole: an object list this large means objects far larger than usual (find them with kubectl get)"
+            )
         if self._streaming and self._buffered > _STREAM_HIGH_WATER and not self._paused and self._transport:
             self._paused = True
             self._transport.pause_reading()
@@ -246,7 +272,7 @@ class Connection(asyncio.Protocol):
         """
         if self._transport is None or self._closing:
             raise ServerDisconnected("the connection to the API server is closed")
-        self._busy, self._streaming = True, streaming
+        self._busy, self._streaming, self._pooled = True, streaming, False
         self._ended, self._reusable, self._paused, self._error = False, False, False, None
         self._chunks.clear()
         self._buffered = 0
@@ -301,8 +327,15 @@ class Connection(asyncio.Protocol):
 
     def release(self) -> None:
         """The exchange is over: back to the pool if the answer was read to its end and allows reuse, else close."""
-        reusable = self._ended and self._reusable and self._error is None and not self._closing and not self._chunks
-        self._busy, self._head = False, None
+        reusable = (
+            self._ended
+            and self._reusable
+            and self._error is None
+            and not self._closing
+            and not self._chunks
+            and self._parser.idle  # no byte of a next answer arrived: nothing unasked for is handed on
+        )
+        self._busy, self._head, self._pooled = False, None, reusable
         if self._timer is not None:
             self._timer.pause()
         if not reusable:
@@ -449,12 +482,14 @@ class ConnectionPool:
             return connection  # plain HTTP: absolute-form requests to the proxy, which carry its headers
         try:
             head = await connection.send(
-                encode_request("CONNECT", endpoint.authority, endpoint.authority, endpoint.proxy_headers, None),
+                encode_request(
+                    "CONNECT", endpoint.connect_target, endpoint.connect_target, endpoint.proxy_headers, None
+                ),
                 bodiless=True,
             )
             if not 200 <= head.status < 300:
                 raise ProxyError(
-                    f"the proxy {host}:{port} refused the tunnel to {endpoint.authority}: {head.status} "
+                    f"the proxy {host}:{port} refused the tunnel to {endpoint.connect_target}: {head.status} "
                     f"{head.reason} (check HTTPS_PROXY/NO_PROXY or the kubeconfig's proxy-url)"
                 )
             connection.tunnel_established()
