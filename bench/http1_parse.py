@@ -16,7 +16,8 @@ farm-bench::
     farm-bench -n 10 -- .venv/bin/python -m bench.http1_parse --parser ours --workload watch \\
         --vs '.venv/bin/python -m bench.http1_parse --parser httptools --workload watch'
 
-httptools is not a dependency of the operator: ``pip install httptools`` into .venv for the comparison.
+httptools is not a dependency of the operator, only of the benchmarks (bench/requirements.txt, ``make bench``
+installs it).
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def run_ours(reads: list[bytes]) -> int:
 
 
 def run_httptools(reads: list[bytes]) -> int:
-    import httptools  # type: ignore[import-not-found]  # noqa: PLC0415 - optional, bench-only
+    import httptools  # noqa: PLC0415 - bench-only (bench/requirements.txt), imported only when compared
 
     class Protocol:
         def __init__(self) -> None:

@@ -34,17 +34,22 @@ for the same configurations, so a library upgrade that changes how it builds TLS
 Traps handled here:
 
 - Timeouts: connecting (the wait for a pooled connection plus the TCP and TLS handshakes) is bounded by the connect
-  timeout; an answer that stops coming for the read timeout (time without receiving a byte) fails; there is no
-  total. A watch's read timeout (the watch read timeout) bounds the wait for the answer's head here and each wait
-  for the next chunk in ``kube.stream``.
+  timeout; an answer that stops coming for the read timeout (time without receiving a byte) fails; each attempt of
+  a request is bounded in all by ``REQUEST_TIMEOUT_SECONDS`` (internal: the API server ends its own requests at 60 s,
+  so only a server or proxy trickling bytes reaches it). A watch's read timeout (the watch read timeout) bounds the
+  wait for the answer's head here and each wait for the next chunk in ``kube.stream``; a watch has no total.
+- The bearer token is trimmed of surrounding whitespace, as client-go trims a token file (the library sends the
+  file's content as it is, and ``echo $TOKEN > token`` leaves a newline); one with a line break or NUL inside is a
+  ``ConfigurationError``.
 - Query values go through ``urlencode`` as-is: Python ``True`` would become ``"True"``, so bools are encoded here.
   Paths are percent-encoded (``/`` and RFC 3986 path characters kept).
 - The pool must be created inside the running loop and shared; ``KubeClient.create`` does that, ``close()`` closes
   every connection.
 - The library's session is made with ``trust_env=True``: aiohttp then reads ``~/.netrc`` and the proxy variables in
   a thread-pool executor on every request (a fifth of the operator's CPU in a profiled bulk create).
-  ``HTTPS_PROXY``/``NO_PROXY`` are resolved once here for the API server's host, as client-go does (netrc is not a
-  Kubernetes credential source); ``kube.connection`` tunnels through the proxy as Go's ``net/http`` does.
+  ``HTTPS_PROXY``/``NO_PROXY`` are resolved once here for the API server's host, by Go's rules as client-go does
+  (``kube.noproxy``: CIDRs in ``NO_PROXY``, which Python's ``proxy_bypass`` ignores; netrc is not a Kubernetes
+  credential source); ``kube.connection`` tunnels through the proxy as Go's ``net/http`` does.
 - ``kubernetes_asyncio.watch.Watch`` retries a 410 with the same stale resourceVersion: ``watch()`` here only opens
   and decodes the stream (see ``webserver_operator.kube.stream``); the informer relists.
 
@@ -100,7 +105,7 @@ from webserver_operator.kube.ratelimit import TokenBucket
 from webserver_operator.kube.retry import RetryPolicy, call_with_retries
 from webserver_operator.kube.stream import WatchStream
 
-__all__ = ["FIELD_MANAGER", "USER_AGENT", "KubeClient"]
+__all__ = ["FIELD_MANAGER", "REQUEST_TIMEOUT_SECONDS", "USER_AGENT", "KubeClient"]
 
 log = logging.getLogger(__name__)
 

@@ -13,15 +13,21 @@ What the pool does, as aiohttp's ``TCPConnector`` did for the operator:
   noticed as soon as the close arrives and never reused).
 - The read timeout is the time without a byte while an answer is awaited (aiohttp's ``sock_read``), kept by one
   ``kube.idle.IdleTimer`` per connection, armed at most once per timeout period, not once per request.
-- A connection goes back to the pool only after a complete answer that allows reuse; anything else (an error, a
-  timeout, a watch left before its end, a cancelled request) closes it.
+- A connection goes back to the pool only after a complete answer that allows reuse and with no byte after it;
+  anything else (an error, a timeout, a watch left before its end, a cancelled request) closes it. Bytes that
+  arrive on an idle connection close it at once (Go: "Unsolicited response received on idle HTTP channel"): they
+  are never parsed as the next request's answer.
+- A body read whole (``read_body``: every answer but a watch's) is at most ``MAX_BODY``; a larger one fails the
+  request with ``ProtocolError`` and closes the connection. A streamed body (a watch) is bounded per event by
+  ``kube.stream``.
 - Closing the pool returns once every socket is closed. A TLS close sends close_notify and lets the socket go only
   when the server's answer arrives; the pool waits ``CLOSE_GRACE_SECONDS`` for that, then aborts what is left. Left
   to the loop, a socket outlived a loop stopped right after the close (an operator that stops at once, a test).
 - Through a proxy (``HTTPS_PROXY`` or the kubeconfig's ``proxy-url``), an ``https`` API server is reached with a
-  ``CONNECT`` tunnel and TLS inside it, an ``http`` one with absolute-form requests to the proxy, the way Go's
-  ``net/http`` (and so client-go) does; ``proxy_headers`` go to the proxy only. Proxies speaking TLS themselves
-  (``https://`` proxy URLs) are refused with a clear error, as a SOCKS one.
+  ``CONNECT host:port`` tunnel (the port always named, RFC 9112 3.2.3) and TLS inside it, an ``http`` one with
+  absolute-form requests to the proxy, the way Go's ``net/http`` (and so client-go) does; ``proxy_headers`` go to
+  the proxy only. Proxies speaking TLS themselves (``https://`` proxy URLs) are refused with a clear error, as a
+  SOCKS one.
 
 The write gate (``kube.gate``) is the caller's: ``KubeClient`` asks it after ``acquire()``, just before ``send()``,
 with no await in between.
@@ -47,6 +53,7 @@ from webserver_operator.kube.idle import IdleTimer
 __all__ = [
     "CLOSE_GRACE_SECONDS",
     "KEEPALIVE_SECONDS",
+    "MAX_BODY",
     "Connection",
     "ConnectionPool",
     "Endpoint",
