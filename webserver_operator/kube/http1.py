@@ -161,7 +161,7 @@ def _parse_head(raw: bytes) -> tuple[ResponseHead, int | None, bool]:
     length: int | None = None
     if lengths:
         if len(lengths) > 1:
-            raise ProtocolError(f"conflicting Content-Length fields: {sorted(lengths)[:4]}")
+            raise ProtocolError(f"conflicting Content-Length fields: {[text[:24] for text in sorted(lengths)[:4]]}")
         text = lengths.pop()
         if _DIGITS.fullmatch(text) is None:
             raise ProtocolError(f"bad Content-Length {text[:24]!r}")
