@@ -199,7 +199,7 @@ class ResponseParser:
         on_end: Callable[[bool], None],
     ) -> None:
         self._on_head, self._on_body, self._on_end = on_head, on_body, on_end
-        self._buffer = b""
+        self._buffer = bytearray()  # an incomplete head or line, appended to in place as reads arrive
         self._state = _HEAD
         self._remaining = 0
         self._keep_alive = True
@@ -221,7 +221,13 @@ class ResponseParser:
         many watch events would otherwise copy its remainder once per event.
         """
         if self._buffer:
-            data, self._buffer = self._buffer + data, b""
+            buffer, head = self._buffer, self._state == _HEAD
+            scan = max(len(buffer) - 3, 0)  # the end of a head or line may start in the bytes buffered before
+            buffer += data
+            incomplete = buffer.find(b"\r\n\r\n" if head else b"\r\n", scan) < 0
+            if incomplete and len(buffer) <= (MAX_HEAD if head else _CHUNK_SIZE_LINE_MAX):
+                return  # wait, without copying what was buffered once per read (quadratic for small reads)
+            data, self._buffer = bytes(buffer), bytearray()
         pos, end = 0, len(data)
         while pos < end:
             state = self._state
@@ -244,7 +250,7 @@ class ResponseParser:
             else:
                 after = self._line_state(data, pos)
                 if after < 0:
-                    self._buffer = data[pos:]
+                    self._buffer = bytearray(memoryview(data)[pos:])
                     return
                 pos = after
 
