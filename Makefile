@@ -83,6 +83,10 @@ manifests: venv ## Generate the CRD (config/crd, chart) from the pydantic models
 test-unit: venv ## Unit tests only (pure: no cluster, no built tools; tests marked `tools` are deselected).
 	$(PY) -m pytest tests/unit -m "not tools" $(PYTEST_ARGS)
 
+.PHONY: fuzz-http1
+fuzz-http1: venv ## Long differential fuzz of the API client's HTTP/1.1 parser against h11 (FUZZ_EXAMPLES=20000, fresh draws).
+	HTTP1_FUZZ_EXAMPLES=$(or $(FUZZ_EXAMPLES),20000) $(PY) -m pytest tests/unit/kube/test_http1_fuzz.py -o timeout=0 $(PYTEST_ARGS)
+
 .PHONY: test-tools
 test-tools: venv tools-kubectl tools-helm tools-promtool ## The unit tests test-unit leaves out: chart, manifests and rules through helm/kubectl/promtool.
 	$(PY) -m pytest tests/unit -m tools $(PYTEST_ARGS)

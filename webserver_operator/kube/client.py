@@ -35,17 +35,22 @@ for the same configurations, so a library upgrade that changes how it builds TLS
 Traps handled here:
 
 - Timeouts: connecting (the wait for a pooled connection plus the TCP and TLS handshakes) is bounded by the connect
-  timeout; an answer that stops coming for the read timeout (time without receiving a byte) fails; there is no
-  total. A watch's read timeout (the watch read timeout) bounds the wait for the answer's head here and each wait
-  for the next chunk in ``kube.stream``.
+  timeout; an answer that stops coming for the read timeout (time without receiving a byte) fails; each attempt of
+  a request is bounded in all by ``REQUEST_TIMEOUT_SECONDS`` (internal: the API server ends its own requests at 60 s,
+  so only a server or proxy trickling bytes reaches it). A watch's read timeout (the watch read timeout) bounds the
+  wait for the answer's head here and each wait for the next chunk in ``kube.stream``; a watch has no total.
+- The bearer token is trimmed of surrounding whitespace, as client-go trims a token file (the library sends the
+  file's content as it is, and ``echo $TOKEN > token`` leaves a newline); one with a line break or NUL inside is a
+  ``ConfigurationError``.
 - Query values go through ``urlencode`` as-is: Python ``True`` would become ``"True"``, so bools are encoded here.
   Paths are percent-encoded (``/`` and RFC 3986 path characters kept).
 - The pool must be created inside the running loop and shared; ``KubeClient.create`` does that, ``close()`` closes
   every connection.
 - The library's session is made with ``trust_env=True``: aiohttp then reads ``~/.netrc`` and the proxy variables in
   a thread-pool executor on every request (a fifth of the operator's CPU in a profiled bulk create).
-  ``HTTPS_PROXY``/``NO_PROXY`` are resolved once here for the API server's host, as client-go does (netrc is not a
-  Kubernetes credential source); ``kube.transport.connection`` tunnels through the proxy as Go's ``net/http`` does.
+  ``HTTPS_PROXY``/``NO_PROXY`` are resolved once here for the API server's host, by Go's rules as client-go does
+  (``kube.noproxy``: CIDRs in ``NO_PROXY``, which Python's ``proxy_bypass`` ignores; netrc is not a Kubernetes
+  credential source); ``kube.transport.connection`` tunnels through the proxy as Go's ``net/http`` does.
 - ``kubernetes_asyncio.watch.Watch`` retries a 410 with the same stale resourceVersion: ``watch()`` here only opens
   and decodes the stream (see ``webserver_operator.kube.stream``); the informer relists.
 
@@ -73,19 +78,19 @@ import asyncio
 import contextlib
 import copy
 import logging
+import os
 import random
 import ssl
 import time
-import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import Any, Self, Unpack
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import quote, urlencode
 
 from webserver_operator import __version__, metrics
 from webserver_operator.core.settings import ClientSettings, WatchSettings
 from webserver_operator.core.vocabulary import QueryValue, RequestOptions
-from webserver_operator.kube import jsoncodec
+from webserver_operator.kube import jsoncodec, noproxy
 from webserver_operator.kube.errors import (
     ConfigurationError,
     KubeError,
@@ -101,7 +106,7 @@ from webserver_operator.kube.stream import WatchStream
 from webserver_operator.kube.transport.connection import Connection, ConnectionPool, Endpoint, ProxyError
 from webserver_operator.kube.transport.http1 import ProtocolError, ResponseHead, encode_request
 
-__all__ = ["FIELD_MANAGER", "USER_AGENT", "KubeClient"]
+__all__ = ["FIELD_MANAGER", "REQUEST_TIMEOUT_SECONDS", "USER_AGENT", "KubeClient"]
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +118,11 @@ _GATED_METHODS = _WRITE_METHODS | {"DELETE"}
 _DEFAULT_WATCH_READ_TIMEOUT = WatchSettings().read_timeout
 #: kubernetes_asyncio's own default (``Configuration.connection_pool_maxsize``).
 DEFAULT_POOL_SIZE = 100
+#: Longest one attempt of a request (not a watch) may take, connection, answer and body together: the API server
+#: ends a request it has not answered within its own ``--request-timeout`` (60 s by default) with a 504, so an
+#: attempt past twice that is a server or proxy trickling bytes under the read timeout. Never shorter than the
+#: connect plus read timeouts a user set.
+REQUEST_TIMEOUT_SECONDS = 120.0
 
 _JSON = "application/json"
 #: Characters left as they are in a request path (RFC 3986 ``pchar`` and ``/``; ``%`` keeps escapes the caller made).
@@ -136,12 +146,11 @@ def _read_environment_once(configuration: Configuration) -> None:
     """Resolve the proxy once, as the session does not consult the environment per request (``trust_env=False``).
 
     A proxy set in the configuration wins; otherwise ``HTTPS_PROXY``/``HTTP_PROXY`` for the API server's scheme,
-    unless ``NO_PROXY`` covers its host.
+    unless ``NO_PROXY`` covers its host, with Go's rules (CIDRs included; ``kube.noproxy``).
     """
     if not configuration.proxy:
-        url = urlsplit(str(configuration.host))
-        proxy = urllib.request.getproxies().get(url.scheme)
-        if proxy and not urllib.request.proxy_bypass(url.hostname or ""):
+        proxy = noproxy.proxy_for(str(configuration.host), os.environ)
+        if proxy:
             configuration.proxy = proxy
 
 
@@ -185,9 +194,12 @@ class KubeClient:
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rand: Callable[[], float] = random.random,
+        request_timeout: float = REQUEST_TIMEOUT_SECONDS,
     ) -> None:
         self._pool = pool
         self._settings = settings
+        self._request_timeout = max(request_timeout, settings.connect_timeout + settings.read_timeout)
+        self._token: tuple[str, str] | None = None  # the last Authorization value as given, and as sent
         self._watch_read_timeout = watch_read_timeout
         self._sleep = sleep
         self._rand = rand
@@ -217,6 +229,7 @@ class KubeClient:
         pool_size: int = DEFAULT_POOL_SIZE,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rand: Callable[[], float] = random.random,
+        request_timeout: float = REQUEST_TIMEOUT_SECONDS,
     ) -> Self:
         """Create the client in the running loop (its connections bind to it).
 
@@ -224,7 +237,9 @@ class KubeClient:
         ``pool_size`` caps the client's open connections (0: no cap). Each client has its own connection pool, so the
         manager gives the informers, whose watches hold a connection each for minutes, a client of their own, and
         the Lease another: watches can then never starve a write or a renewal of a free connection. All clients share
-        ``configuration`` and so its credentials and their refresh. ``sleep``/``rand`` are test hooks.
+        ``configuration`` and so its credentials and their refresh. ``request_timeout`` bounds each attempt of a
+        request (``REQUEST_TIMEOUT_SECONDS``; at least the connect plus the read timeout). ``sleep``/``rand`` are
+        test hooks.
         """
         asyncio.get_running_loop()
         _read_environment_once(configuration)
@@ -242,6 +257,7 @@ class KubeClient:
             retry=retry,
             sleep=sleep,
             rand=rand,
+            request_timeout=request_timeout,
         )
 
     def gated(self, may_write: WriteCheck) -> KubeClient:
@@ -321,14 +337,23 @@ class KubeClient:
         self, method: str, path: str, *, query: list[tuple[str, str]], body: object | None, content_type: str
     ) -> dict[str, Any]:
         started = time.monotonic()
-        connection, head = await self._send(method, path, query=query, body=body, content_type=content_type)
+        deadline = asyncio.timeout(self._request_timeout)
         try:
-            data = await connection.read_body()
-        except (TimeoutError, OSError, ProtocolError) as exc:
+            async with deadline:
+                connection, head = await self._send(method, path, query=query, body=body, content_type=content_type)
+                try:
+                    data = await connection.read_body()
+                except (OSError, ProtocolError) as exc:
+                    self._observe(method, _NO_STATUS, started)
+                    raise self._transport_error(exc, method=method, path=path) from exc
+                finally:
+                    connection.release()
+        except TimeoutError as exc:
             self._observe(method, _NO_STATUS, started)
-            raise self._transport_error(exc, method=method, path=path) from exc
-        finally:
-            connection.release()
+            cause: BaseException = exc
+            if deadline.expired():
+                cause = TimeoutError(f"no complete answer within the request timeout ({self._request_timeout:g}s)")
+            raise self._transport_error(cause, method=method, path=path) from exc
         status = head.status
         self._observe(method, str(status), started)
         if not 200 <= status < 300:
@@ -360,7 +385,12 @@ class KubeClient:
             fields += (("Content-Type", content_type),)
         if "BearerToken" in self._configuration.api_key:
             # Runs the library's refresh hook (exec plugins, in-cluster token rotation), as ``call_api`` does.
-            fields += (("Authorization", await self._configuration.get_api_key_with_prefix("BearerToken")),)
+            fields += (
+                (
+                    "Authorization",
+                    self._authorization(await self._configuration.get_api_key_with_prefix("BearerToken")),
+                ),
+            )
         target = quote(path, safe=_PATH_SAFE)
         if query:
             target = f"{target}?{urlencode(query)}"
@@ -386,6 +416,30 @@ class KubeClient:
             error = self._transport_error(exc, method=method, path=path)
             log.debug("%s %s -> no answer: %s", method, path, error.cause)
             raise error from exc
+
+    def _authorization(self, value: str) -> str:
+        """The ``Authorization`` value with the token's surrounding whitespace trimmed, as client-go trims a token file.
+
+        A token file ending in a newline (``echo $TOKEN > token``, a Secret written by hand) is common; the library
+        sends its content as it is, and the line break made every request fail. Worked out once per token value.
+        """
+        cached = self._token
+        if cached is not None and cached[0] is value:
+            return cached[1]
+        scheme, space, credentials = value.strip().partition(" ")
+        credentials = credentials.strip()
+        if not space or not credentials:
+            raise ConfigurationError(
+                "the bearer token is empty: check the ServiceAccount token file or the kubeconfig user's "
+                "token/tokenFile"
+            )
+        if any(character in credentials for character in "\r\n\x00"):
+            raise ConfigurationError(
+                "the bearer token holds a line break or NUL: check the ServiceAccount token file or the kubeconfig "
+                "user's token/tokenFile (one token, on one line)"
+            )
+        self._token = (value, f"{scheme} {credentials}")
+        return self._token[1]
 
     def _observe(self, method: str, code: str, started: float) -> None:
         # The labelled children are looked up once per (method, code): ``labels()`` builds and hashes a key and takes

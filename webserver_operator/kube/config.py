@@ -17,7 +17,8 @@ it; a bare ``ApiClient.call_api`` does not, and then sends no token at all). ``K
 kubeconfig users with expiring credentials (exec plugins, ``tokenFile``, OIDC) the library only offers a background
 task; we install an equivalent hook instead, which reloads the user's credentials at most once a minute (an exec
 plugin's cached token is reused until its ``expirationTimestamp``). Certificates are read once, when the client is
-built: rotating client certificates need a restart.
+built: rotating client certificates need a restart. A token read from a file keeps its trailing newline here (the
+library's loaders read files as they are); ``kube.client`` trims it, as client-go does, before it is sent.
 
 ``persist_config=False`` semantics: we never write back into the user's kubeconfig.
 

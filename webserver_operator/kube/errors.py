@@ -44,11 +44,31 @@ __all__ = [
     "WritesStopped",
     "api_error_from_response",
     "api_error_from_status",
+    "bounded_delay",
     "parse_retry_after",
 ]
 
 # A non-Status error body (an HTML page from a proxy, say) is quoted up to this many characters.
 _MAX_RAW_MESSAGE = 300
+#: Longest server-requested delay an ``ApiError`` carries (its ``retry_after``); the callers cap it lower still
+#: (``kube.retry``, the work queue). A bound here means no caller ever sees NaN, an infinity or a number that
+#: overflows a float (``asyncio.sleep(nan)`` never returns; ``float(10**400)`` raises ``OverflowError``).
+MAX_RETRY_AFTER = 3600.0
+
+
+def bounded_delay(value: object) -> float | None:
+    """``value`` (from a header or a Status body) as seconds in [0, ``MAX_RETRY_AFTER``]; ``None`` when not a number.
+
+    NaN and non-numbers are ``None`` (no hint: the caller's own backoff applies); infinities and huge integers are
+    clamped without converting them to a float first.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, int):
+        return float(min(max(value, 0), int(MAX_RETRY_AFTER)))
+    if math.isnan(value):
+        return None
+    return min(max(value, 0.0), MAX_RETRY_AFTER)
 
 
 class ConfigurationError(Exception):
@@ -104,7 +124,7 @@ class ApiError(KubeError):
         self.message = message
         self.method = method.upper()
         self.path = path
-        self.retry_after = retry_after
+        self.retry_after = bounded_delay(retry_after)
         self.details: Mapping[str, Any] = details or {}
         #: The RBAC verb of the request (get, list, watch, create, update, patch, delete, deletecollection).
         self.verb = verb or rbac_verb(self.method, path)
@@ -248,7 +268,10 @@ def _error_class(status: int) -> type[ApiError]:
 
 
 def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """``Retry-After`` in seconds: delta-seconds (what the API server sends) or an HTTP date; ``None`` if absent/bad."""
+    """``Retry-After`` in seconds: delta-seconds (what the API server sends) or an HTTP date; ``None`` if absent/bad.
+
+    Bounded by ``bounded_delay``: never negative, NaN, infinite or above ``MAX_RETRY_AFTER``.
+    """
     if value is None:
         return None
     value = value.strip()
@@ -260,7 +283,7 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
         except (TypeError, ValueError):
             return None
         seconds = when.timestamp() - (time.time() if now is None else now)
-    return max(0.0, seconds) if math.isfinite(seconds) else None
+    return bounded_delay(seconds)
 
 
 def _default_reason(status: int) -> str:
@@ -335,8 +358,8 @@ def api_error_from_status(
         message = f"the API server answered {code} {reason} without an explanation"
     raw_details = status_object.get("details")
     details: Mapping[str, Any] = raw_details if isinstance(raw_details, dict) else {}
-    if retry_after is None and isinstance(details.get("retryAfterSeconds"), int | float):
-        retry_after = float(details["retryAfterSeconds"])
+    if retry_after is None:
+        retry_after = bounded_delay(details.get("retryAfterSeconds"))
     return _error_class(code)(
         status=code,
         reason=reason,

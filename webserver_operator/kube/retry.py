@@ -16,7 +16,10 @@ Rules (as client-go, with jittered exponential backoff instead of its fixed 1 s)
   retried update with a resourceVersion as 409 Conflict, a retried delete as 404. A create with ``generateName``
   (an Event) cannot tell, so ``retries=False`` callers opt out.
 - ``Retry-After`` (header or Status ``details.retryAfterSeconds``) is honoured as given, capped at the backoff cap
-  so a misbehaving proxy cannot park a caller for minutes.
+  so a misbehaving proxy cannot park a caller for minutes. NaN, infinities, negatives and integers too large for a
+  float never get here as such: ``kube.errors.bounded_delay`` makes every ``retry_after`` a number in [0, 3600] or
+  ``None`` when the error is built (``asyncio.sleep(nan)`` would never return; ``float(10**400)`` raised
+  ``OverflowError`` out of a Lease's renewal loop).
 - Otherwise the delay comes from ``core.backoff.BackoffPolicy`` (base 0.2 s doubling to 30 s, jitter 0.5).
 
 Called by ``kube.client.request``; hands back the answer or the last error.
@@ -25,6 +28,7 @@ Called by ``kube.client.request``; hands back the answer or the last error.
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -54,7 +58,7 @@ def retry_delay(
     """
     if not error.retriable or retries_done >= policy.max_retries:
         return None
-    if isinstance(error, ApiError) and error.retry_after is not None:
+    if isinstance(error, ApiError) and error.retry_after is not None and math.isfinite(error.retry_after):
         return min(max(error.retry_after, 0.0), policy.backoff.cap)
     return policy.backoff.delay(retries_done, rand=rand)
 

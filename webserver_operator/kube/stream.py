@@ -13,7 +13,8 @@ Events are decoded with orjson (``kube.jsoncodec``): in a bulk create, decoding 
 the operator's JSON work.
 
 Failure mapping: the server ending the response cleanly ends the iteration (the informer re-watches from its last
-resourceVersion); a read timeout, a reset connection or a body cut mid-event raises ``TransportError``.
+resourceVersion); a read timeout, a reset connection, a body cut mid-event or an event line longer than
+``MAX_FRAME`` (16 MiB, client-go's frame limit) raises ``TransportError``.
 
 The read timeout (no data for ``read_timeout`` seconds while waiting for the next chunk) is kept here, not by the
 connection: a timer cancelled and scheduled on every received chunk (aiohttp's ``sock_read``) was, for watch
@@ -34,7 +35,12 @@ from webserver_operator.kube.errors import TransportError
 from webserver_operator.kube.transport.http1 import ProtocolError
 from webserver_operator.kube.transport.idle import IdleTimer
 
-__all__ = ["LineSplitter", "WatchStream"]
+__all__ = ["MAX_FRAME", "LineSplitter", "WatchStream"]
+
+#: Longest watch event line accepted, as client-go's frame reader (``maxBytes`` of its JSON framer): 16 MiB, about
+#: ten times the largest object etcd stores. A longer line (a server or proxy that never sends the newline) fails
+#: the watch instead of growing the buffer without bound.
+MAX_FRAME = 16 * 2**20
 
 
 class LineSplitter:
@@ -116,7 +122,13 @@ class WatchStream:
                 raise StopAsyncIteration
             chunk = await self._next_chunk()
             if chunk:
-                self._lines.extend(self._splitter.feed(chunk))
+                lines = self._splitter.feed(chunk)
+                if self._splitter.pending > MAX_FRAME or any(len(line) > MAX_FRAME for line in lines):
+                    raise self._error(
+                        f"a watch event longer than {MAX_FRAME // 2**20} MiB (client-go's limit); "
+                        "the API server never sends one: a proxy in the way may be mangling the stream"
+                    )
+                self._lines.extend(lines)
                 continue
             self._ended = True
             tail = self._splitter.rest()

@@ -15,6 +15,7 @@ import socket
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,7 +28,9 @@ from webserver_operator.core.resources import DEPLOYMENTS, SERVICES
 from webserver_operator.core.settings import ClientSettings
 from webserver_operator.core.vocabulary import MERGE_PATCH, QueryValue
 from webserver_operator.kube.client import FIELD_MANAGER, USER_AGENT, KubeClient
+from webserver_operator.kube.config import load_in_cluster_configuration
 from webserver_operator.kube.errors import (
+    ConfigurationError,
     Conflict,
     Forbidden,
     Gone,
@@ -718,3 +721,67 @@ async def test_bodies_keep_unicode_and_integers_exactly(kube: tuple[KubeClient, 
     assert fake.seen[0].headers["Content-Type"] == "application/json"
     assert got["metadata"] == body["metadata"]
     assert got["spec"]["big"] == 2**63 - 1
+
+
+@pytest.mark.parametrize("content", ["sa-token\n", "sa-token\r\n", "  sa-token \n\n"])
+async def test_a_token_file_ending_in_a_newline_is_trimmed_as_client_go_does(
+    content: str, server: tuple[FakeApiServer, str], tmp_path: Path
+) -> None:
+    """``echo $TOKEN > token`` leaves a newline; the library sends the file as it is, client-go trims it."""
+    fake, url = server
+    (tmp_path / "token").write_text(content)
+    (tmp_path / "ca.crt").write_text("unused here: the fake API server speaks plain HTTP")
+    configuration = load_in_cluster_configuration(
+        environ={"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": "443"},
+        token_path=str(tmp_path / "token"),
+        ca_path=str(tmp_path / "ca.crt"),
+    )
+    configuration.host, configuration.ssl_ca_cert = url, None
+    client = await KubeClient.create(configuration, settings=SETTINGS, retry=RETRY)
+    try:
+        fake.then(answer(200, {}))
+        assert await client.request("GET", "/api/v1/namespaces/d/services/a") == {}
+    finally:
+        await client.close()
+    assert [seen.headers["Authorization"] for seen in fake.seen] == ["Bearer sa-token"]
+
+
+@pytest.mark.parametrize(("token", "error"), [("Bearer a\nb", "line break"), ("Bearer \n", "empty")])
+async def test_a_token_that_cannot_be_sent_says_where_to_look(
+    token: str, error: str, server: tuple[FakeApiServer, str]
+) -> None:
+    _, url = server
+    configuration = Configuration(host=url)
+    configuration.api_key["BearerToken"] = token
+    client = await KubeClient.create(configuration, settings=SETTINGS, retry=RETRY)
+    try:
+        with pytest.raises(ConfigurationError, match=f"{error}.*token file"):
+            await client.request("GET", "/api/v1/namespaces/d/services/a")
+    finally:
+        await client.close()
+
+
+@pytest.mark.parametrize(
+    ("host", "no_proxy", "proxied"),
+    [
+        ("https://10.96.0.1:443", "10.0.0.0/8", False),  # the in-cluster API server, a CIDR as OLM injects it
+        ("https://10.96.0.1", "10.0.0.0/8,.svc", False),
+        ("https://[fd00::1]:6443", "fd00::/8", False),
+        ("https://11.0.0.1:443", "10.0.0.0/8", True),
+        ("https://api.example:6443", "example:6443,.example", False),
+        ("https://api.example:6443", "api.example:443", True),
+    ],
+)
+async def test_no_proxy_follows_go_cidrs_included(
+    host: str, no_proxy: str, proxied: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", no_proxy)
+    configuration = configuration_for(host)
+    client = await KubeClient.create(configuration, settings=SETTINGS)
+    try:
+        assert configuration.proxy == ("http://proxy.example:3128" if proxied else None)
+    finally:
+        await client.close()

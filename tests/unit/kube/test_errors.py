@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import pickle
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -12,6 +13,7 @@ from email.utils import format_datetime
 import pytest
 
 from webserver_operator.kube.errors import (
+    MAX_RETRY_AFTER,
     ApiError,
     Conflict,
     Forbidden,
@@ -250,3 +252,41 @@ def test_transport_error_message_and_copy() -> None:
     assert type(api_clone) is NotFound
     assert str(api_clone) == str(api)
     assert repr(api) == f"NotFound(status=404, reason='NotFound', GET {DEPLOY})"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (b"NaN", None),  # json.loads takes NaN: asyncio.sleep(nan) never returns
+        (b"Infinity", MAX_RETRY_AFTER),
+        (b"-Infinity", 0.0),
+        (b"-5", 0.0),
+        (b"1e308", MAX_RETRY_AFTER),
+        (b"9" * 400, MAX_RETRY_AFTER),  # float() of it raised OverflowError, out of a Lease's renewal loop
+        (b"-" + b"9" * 400, 0.0),
+        (b"2.5", 2.5),
+        (b"true", None),
+        (b'"3"', None),
+    ],
+)
+def test_retry_after_seconds_in_a_status_is_always_a_finite_bounded_delay(raw: bytes, expected: float | None) -> None:
+    body = b'{"kind":"Status","code":429,"reason":"TooManyRequests","details":{"retryAfterSeconds":%b}}' % raw
+    error = api_error_from_response(429, body, method="GET", path=DEPLOY, headers={})
+    assert error.retry_after == expected
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [("nan", None), ("inf", MAX_RETRY_AFTER), ("-inf", 0.0), ("1e400", MAX_RETRY_AFTER), ("9" * 400, MAX_RETRY_AFTER)],
+)
+def test_retry_after_headers_are_bounded_too(header: str, expected: float | None) -> None:
+    assert parse_retry_after(header) == expected
+    error = api_error_from_response(503, b"", method="GET", path=DEPLOY, headers={"Retry-After": header})
+    assert error.retry_after == expected
+
+
+def test_an_error_built_with_a_non_finite_delay_carries_a_bounded_one() -> None:
+    error = ApiError(status=429, reason="TooManyRequests", message="", method="GET", path=DEPLOY, retry_after=math.nan)
+    assert error.retry_after is None
+    error = ApiError(status=429, reason="TooManyRequests", message="", method="GET", path=DEPLOY, retry_after=math.inf)
+    assert error.retry_after == MAX_RETRY_AFTER

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from webserver_operator.core.backoff import BackoffPolicy
@@ -116,3 +118,14 @@ async def test_loop_raises_answers_at_once() -> None:
     assert caught.value.status == 409
     assert caught.value.attempts == 1
     assert sleeps.delays == []
+
+
+@pytest.mark.parametrize("raw", [b"NaN", b"Infinity", b"-Infinity", b"-3", b"9" * 400])
+def test_any_retry_after_seconds_gives_a_finite_delay_within_the_cap(raw: bytes) -> None:
+    """What a server writes into ``details.retryAfterSeconds`` never becomes NaN, an overflow or a long park."""
+    body = b'{"kind":"Status","code":429,"reason":"TooManyRequests","details":{"retryAfterSeconds":%b}}' % raw
+    error = api_error_from_response(429, body, method="GET", path=PATH)
+    delay = retry_delay(error, retries_done=0, policy=POLICY, rand=lambda: 0.5)
+    assert delay is not None
+    assert math.isfinite(delay)
+    assert 0.0 <= delay <= POLICY.backoff.cap

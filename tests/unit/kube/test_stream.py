@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from webserver_operator.kube.errors import TransportError
-from webserver_operator.kube.stream import LineSplitter, WatchStream
+from webserver_operator.kube.stream import MAX_FRAME, LineSplitter, WatchStream
 from webserver_operator.kube.transport.connection import ServerDisconnected
 from webserver_operator.kube.transport.http1 import ProtocolError
 
@@ -167,3 +167,22 @@ async def test_only_waiting_counts_towards_the_read_timeout() -> None:
     assert names == [*(f"e{i}" for i in range(8)), "late"]
     assert body.interrupted is None
     events.close()
+
+
+@pytest.mark.parametrize("newline", [False, True])
+async def test_a_watch_event_longer_than_client_gos_frame_limit_fails_the_watch(newline: bool) -> None:
+    """16 MiB (client-go's frame limit) without a newline, or in one line: the watch fails, the buffer stops growing."""
+    piece = b"x" * 2**20
+    chunks: list[bytes | BaseException] = [b'{"type":"ADDED","object":{"a":"', *([piece] * 17)]
+    if newline:
+        chunks.append(b'"}}\n')
+    with pytest.raises(TransportError, match="longer than 16 MiB"):
+        await collect(stream(chunks))
+
+
+async def test_events_up_to_the_frame_limit_are_read() -> None:
+    event = {"type": "ADDED", "object": {"data": "x" * (MAX_FRAME - 100)}}
+    line = json.dumps(event).encode() + b"\n"
+    assert len(line) <= MAX_FRAME
+    chunks: list[bytes | BaseException] = [line[start : start + 2**20] for start in range(0, len(line), 2**20)]
+    assert await collect(stream(chunks)) == [event]

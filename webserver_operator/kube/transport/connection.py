@@ -14,15 +14,21 @@ What the pool does, as aiohttp's ``TCPConnector`` did for the operator:
   noticed as soon as the close arrives and never reused).
 - The read timeout is the time without a byte while an answer is awaited (aiohttp's ``sock_read``), kept by one
   ``kube.transport.idle.IdleTimer`` per connection, armed at most once per timeout period, not once per request.
-- A connection goes back to the pool only after a complete answer that allows reuse; anything else (an error, a
-  timeout, a watch left before its end, a cancelled request) closes it.
+- A connection goes back to the pool only after a complete answer that allows reuse and with no byte after it;
+  anything else (an error, a timeout, a watch left before its end, a cancelled request) closes it. Bytes that
+  arrive on an idle connection close it at once (Go: "Unsolicited response received on idle HTTP channel"): they
+  are never parsed as the next request's answer.
+- A body read whole (``read_body``: every answer but a watch's) is at most ``MAX_BODY``; a larger one fails the
+  request with ``ProtocolError`` and closes the connection. A streamed body (a watch) is bounded per event by
+  ``kube.stream``.
 - Closing the pool returns once every socket is closed. A TLS close sends close_notify and lets the socket go only
   when the server's answer arrives; the pool waits ``CLOSE_GRACE_SECONDS`` for that, then aborts what is left. Left
   to the loop, a socket outlived a loop stopped right after the close (an operator that stops at once, a test).
 - Through a proxy (``HTTPS_PROXY`` or the kubeconfig's ``proxy-url``), an ``https`` API server is reached with a
-  ``CONNECT`` tunnel and TLS inside it, an ``http`` one with absolute-form requests to the proxy, the way Go's
-  ``net/http`` (and so client-go) does; ``proxy_headers`` go to the proxy only. Proxies speaking TLS themselves
-  (``https://`` proxy URLs) are refused with a clear error, as a SOCKS one.
+  ``CONNECT host:port`` tunnel (the port always named, RFC 9112 3.2.3) and TLS inside it, an ``http`` one with
+  absolute-form requests to the proxy, the way Go's ``net/http`` (and so client-go) does; ``proxy_headers`` go to
+  the proxy only. Proxies speaking TLS themselves (``https://`` proxy URLs) are refused with a clear error, as a
+  SOCKS one.
 
 The write gate (``kube.gate``) is the caller's: ``KubeClient`` asks it after ``acquire()``, just before ``send()``,
 with no await in between.
@@ -48,6 +54,7 @@ from webserver_operator.kube.transport.idle import IdleTimer
 __all__ = [
     "CLOSE_GRACE_SECONDS",
     "KEEPALIVE_SECONDS",
+    "MAX_BODY",
     "Connection",
     "ConnectionPool",
     "Endpoint",
@@ -61,6 +68,11 @@ KEEPALIVE_SECONDS = 15.0
 CLOSE_GRACE_SECONDS = 0.5
 #: Body bytes a watch may have received and not yet read before the connection stops reading (back-pressure).
 _STREAM_HIGH_WATER = 4 * 2**20
+#: Largest body read whole (every answer but a watch's). The largest answer the operator asks for is a list page
+#: (``runtime.informers.informer``: 500 objects, a few MiB for usual objects); a page this large would take the
+# operator past : its memory limit once decoded, so it is refused rather than buffered (a watch's frames are bounded in
+#: ``kube.stream``).
+MAX_BODY = 128 * 2**20
 
 
 class ServerDisconnected(ConnectionError):
@@ -77,7 +89,7 @@ class Endpoint:
 
     host: str
     port: int
-    #: ``host[:port]`` as in the URL: the ``Host`` header and the ``CONNECT`` target.
+    #: ``host[:port]`` as in the URL: the ``Host`` header of requests to the API server.
     authority: str
     tls: ssl.SSLContext | None
     server_hostname: str | None = None
@@ -123,6 +135,12 @@ class Endpoint:
             proxy_headers=tuple(headers.items()),
         )
 
+    @property
+    def connect_target(self) -> str:
+        """``host:port`` of the API server, the port always given (RFC 9112 3.2.3): the ``CONNECT`` request target."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
     def target(self, path_and_query: str) -> str:
         """The request target: origin form, or absolute form for plain HTTP through a proxy."""
         if self.proxy and self.tls is None:
@@ -155,6 +173,7 @@ class Connection(asyncio.Protocol):
         self._closing = False
         self._lost: asyncio.Future[None] = self._loop.create_future()  # done once the socket is closed
         self._busy = False
+        self._pooled = False  # given back to the pool as reusable, and not taken again since
         self.idle_since = 0.0
         self._timer = IdleTimer(read_timeout, self._timed_out) if read_timeout is not None else None
 
@@ -165,6 +184,15 @@ class Connection(asyncio.Protocol):
         self._transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
+        if not self._busy:
+            # Bytes while no request is out: a misbehaving server or proxy. Never parsed as the next request's
+            # answer; the connection is closed (Go: "Unsolicited response received on idle HTTP channel").
+            if not self._closing:
+                self._fail(ProtocolError(f"{len(data)} unsolicited bytes from the API server on an idle connection"))
+                if self._pooled:
+                    self._pooled = False
+                    self._on_done(self, False)  # the pool forgets it now, not when it is next taken
+            return
         if self._timer is not None and not self._streaming:
             self._timer.touch()
         try:
@@ -200,6 +228,11 @@ class Connection(asyncio.Protocol):
     def _on_body(self, data: bytes) -> None:
         self._chunks.append(data)
         self._buffered += len(data)
+        if self._buffered > MAX_BODY and not self._streaming:
+            raise ProtocolError(
+                f"the API server's answer is larger than {MAX_BODY // 2**20} MiB, more than this client reads "
+                "whole: an object list this large means objects far larger than usual (find them with kubectl get)"
+            )
         if self._streaming and self._buffered > _STREAM_HIGH_WATER and not self._paused and self._transport:
             self._paused = True
             self._transport.pause_reading()
@@ -247,7 +280,7 @@ class Connection(asyncio.Protocol):
         """
         if self._transport is None or self._closing:
             raise ServerDisconnected("the connection to the API server is closed")
-        self._busy, self._streaming = True, streaming
+        self._busy, self._streaming, self._pooled = True, streaming, False
         self._ended, self._reusable, self._paused, self._error = False, False, False, None
         self._chunks.clear()
         self._buffered = 0
@@ -302,8 +335,15 @@ class Connection(asyncio.Protocol):
 
     def release(self) -> None:
         """The exchange is over: back to the pool if the answer was read to its end and allows reuse, else close."""
-        reusable = self._ended and self._reusable and self._error is None and not self._closing and not self._chunks
-        self._busy, self._head = False, None
+        reusable = (
+            self._ended
+            and self._reusable
+            and self._error is None
+            and not self._closing
+            and not self._chunks
+            and self._parser.idle  # no byte of a next answer arrived: nothing unasked for is handed on
+        )
+        self._busy, self._head, self._pooled = False, None, reusable
         if self._timer is not None:
             self._timer.pause()
         if not reusable:
@@ -450,12 +490,14 @@ class ConnectionPool:
             return connection  # plain HTTP: absolute-form requests to the proxy, which carry its headers
         try:
             head = await connection.send(
-                encode_request("CONNECT", endpoint.authority, endpoint.authority, endpoint.proxy_headers, None),
+                encode_request(
+                    "CONNECT", endpoint.connect_target, endpoint.connect_target, endpoint.proxy_headers, None
+                ),
                 bodiless=True,
             )
             if not 200 <= head.status < 300:
                 raise ProxyError(
-                    f"the proxy {host}:{port} refused the tunnel to {endpoint.authority}: {head.status} "
+                    f"the proxy {host}:{port} refused the tunnel to {endpoint.connect_target}: {head.status} "
                     f"{head.reason} (check HTTPS_PROXY/NO_PROXY or the kubeconfig's proxy-url)"
                 )
             connection.tunnel_established()

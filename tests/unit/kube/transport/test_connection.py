@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -366,3 +367,155 @@ async def test_no_free_connection_within_the_connect_timeout_says_so() -> None:
                 str(raised.value)
             )
             held.release()
+
+
+Respond = Callable[[int, asyncio.StreamWriter], Awaitable[None]]
+
+
+@contextlib.asynccontextmanager
+async def scripted(respond: Respond) -> AsyncIterator[tuple[int, list[int]]]:
+    """A plain HTTP server whose answers are written by ``respond(request number, writer)``, byte for byte.
+
+    Yields its port and the number of requests read on each connection accepted so far.
+    """
+    served: list[int] = []
+    writers: list[asyncio.StreamWriter] = []
+    count = 0
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal count
+        writers.append(writer)
+        served.append(0)
+        index = len(served) - 1
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+            while await reader.readuntil(b"\r\n\r\n"):
+                count += 1
+                served[index] += 1
+                await respond(count, writer)
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    try:
+        yield server.sockets[0].getsockname()[1], served
+    finally:
+        server.close()
+        for writer in writers:
+            writer.close()
+        await server.wait_closed()
+
+
+def json_answer(body: bytes) -> bytes:
+    return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%b" % (len(body), body)
+
+
+async def test_bytes_on_an_idle_connection_close_it_and_never_become_the_next_answer() -> None:
+    """A server (or proxy) that sends bytes nobody asked for: Go closes such a connection, and so does the pool.
+
+    The bytes here are the start of an answer whose ``X-Pad`` field would swallow the status line of the real one:
+    kept in the parser, they made the next request's answer a head the server never sent for it.
+    """
+
+    async def respond(number: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(json_answer(b'{"answer":%d}' % number))
+        if number == 1:
+            await writer.drain()
+            await asyncio.sleep(0.05)
+            writer.write(b"HTTP/1.1 200 OK\r\nX-Evil: yes\r\nContent-Length: 3\r\nX-Pad:")
+
+    async with scripted(respond) as (port, served):
+        client = await client_for(f"http://127.0.0.1:{port}")
+        async with client:
+            assert await client.request("GET", "/version") == {"answer": 1}
+            await asyncio.sleep(0.2)
+            assert client._pool.open_connections == 0, "the connection that got unsolicited bytes was closed"
+            assert await client.request("GET", "/version") == {"answer": 2}
+    assert served == [1, 1], "the second request went on a new connection"
+
+
+async def test_bytes_after_a_complete_answer_make_its_connection_unusable() -> None:
+    """Bytes that arrived with the answer, after its end, are not a next answer either."""
+
+    async def respond(number: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(json_answer(b'{"answer":%d}' % number) + (b"HTTP/1.1 200 OK\r\nX-Pad:" if number == 1 else b""))
+
+    async with scripted(respond) as (port, served):
+        client = await client_for(f"http://127.0.0.1:{port}")
+        async with client:
+            assert await client.request("GET", "/version") == {"answer": 1}
+            assert await client.request("GET", "/version") == {"answer": 2}
+    assert served == [1, 1]
+
+
+@pytest.mark.parametrize("framing", ["length", "chunked", "until-close"])
+async def test_a_body_larger_than_the_limit_fails_the_request(framing: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bodies are read whole: one larger than ``MAX_BODY`` fails as a transport error instead of filling memory."""
+    monkeypatch.setattr(connection_module, "MAX_BODY", 10_000)
+    body = b"x" * 20_000
+
+    async def respond(_: int, writer: asyncio.StreamWriter) -> None:
+        if framing == "length":
+            writer.write(json_answer(body))
+        elif framing == "chunked":
+            writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            for _ in range(20):
+                writer.write(b"3e8\r\n" + b"x" * 1000 + b"\r\n")
+            writer.write(b"0\r\n\r\n")
+        else:
+            writer.write(b"HTTP/1.1 200 OK\r\n\r\n" + body)
+            writer.close()
+
+    async with scripted(respond) as (port, _):
+        client = await client_for(f"http://127.0.0.1:{port}")
+        async with client:
+            with pytest.raises(TransportError, match="larger than"):
+                await client.request("GET", "/api/v1/pods")
+            assert client._pool.open_connections == 0
+
+
+async def test_an_answer_trickling_under_the_read_timeout_ends_at_the_request_timeout() -> None:
+    """One byte every 0.1 s never trips a 0.5 s read timeout; the total bound of an attempt ends it."""
+
+    async def respond(_: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
+        for _ in range(100):
+            writer.write(b" ")
+            await writer.drain()
+            await asyncio.sleep(0.1)
+
+    async with scripted(respond) as (port, _):
+        settings = ClientSettings(connect_timeout=0.2, read_timeout=0.5)
+        configuration = Configuration(host=f"http://127.0.0.1:{port}")
+        client = await KubeClient.create(configuration, settings=settings, retry=NO_RETRY, request_timeout=0.3)
+        async with client:
+            started = asyncio.get_running_loop().time()
+            with pytest.raises(TransportError, match=r"within the request timeout \(0\.7s\)"):
+                await client.request("GET", "/api/v1/pods")
+            elapsed = asyncio.get_running_loop().time() - started
+            assert 0.6 < elapsed < 2.0, "at least connect + read timeout, and not the whole trickle"
+            assert client._pool.open_connections == 0
+
+
+@pytest.mark.parametrize(
+    ("url", "target"),
+    [
+        ("https://api.example", "api.example:443"),
+        ("https://api.example:6443", "api.example:6443"),
+        ("https://[fd00::1]", "[fd00::1]:443"),
+    ],
+)
+async def test_connect_names_host_and_port_even_when_the_url_has_no_port(url: str, target: str) -> None:
+    """RFC 9112 3.2.3: the target of ``CONNECT`` is ``host:port``; a URL without a port means the scheme's."""
+    refusing = Proxy(refuse=True)
+    proxy_port = await refusing.start()
+    try:
+        configuration = Configuration(host=url)
+        configuration.proxy = f"http://127.0.0.1:{proxy_port}"
+        client = await KubeClient.create(configuration, settings=SETTINGS, retry=NO_RETRY)
+        async with client:
+            with pytest.raises(TransportError, match=f"refused the tunnel to {re.escape(target)}"):
+                await client.request("GET", "/version")
+    finally:
+        await refusing.close()
+    ((line, fields),) = refusing.requests
+    assert line == f"CONNECT {target} HTTP/1.1"
+    assert fields["Host"] == target

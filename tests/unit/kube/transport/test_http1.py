@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from webserver_operator.kube.transport.http1 import ProtocolError, ResponseHead, ResponseParser, encode_request
+from webserver_operator.kube.transport.http1 import (
+    MAX_HEAD,
+    ProtocolError,
+    ResponseHead,
+    ResponseParser,
+    encode_request,
+)
 
 
 class Answers:
@@ -157,3 +163,96 @@ def test_requests_are_encoded_with_host_fields_and_length() -> None:
     assert encode_request("GET", "/version", "api", [], None) == b"GET /version HTTP/1.1\r\nHost: api\r\n\r\n"
     with pytest.raises(ValueError, match="line break"):
         encode_request("GET", "/", "api", [("Authorization", "Bearer x\r\nEvil: 1")], None)
+
+
+OK = b"HTTP/1.1 200 OK\r\n"
+CHUNKED_HEAD = OK + b"Transfer-Encoding: chunked\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        # Latin-1 superscripts, as a head decodes: str.isdigit() says yes, int() says no.
+        b"HTTP/1.1 2\xb20 OK\r\nContent-Length: 0\r\n\r\n",
+        OK + b"Content-Length: \xb2\r\n\r\n",
+        OK + b"Content-Length: 1\xb9\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: ²\r\n\r\n".encode(),  # the same in UTF-8
+        OK + b"Content-Length: " + b"1" * 4301 + b"\r\n\r\n",  # int() refuses more than 4300 digits
+        OK + b"Content-Length: 5 5\r\n\r\n",
+        OK + b"Content-Length: +5\r\n\r\n",
+        OK + b"Content-Length: \r\n\r\n",
+    ],
+)
+def test_malformed_numbers_are_protocol_errors_never_value_errors(data: bytes) -> None:
+    """The parser promises ``ProtocolError`` (the connection is closed and the request fails as a transport error)."""
+    with pytest.raises(ProtocolError) as raised:
+        Answers().feed(data)
+    assert type(raised.value) is ProtocolError
+
+
+@pytest.mark.parametrize(
+    ("data", "error"),
+    [
+        # Chunk sizes h11 and llhttp refuse; int(x, 16) takes the first three.
+        (CHUNKED_HEAD + b"0x5\r\nabcde\r\n0\r\n\r\n", "chunk size"),
+        (CHUNKED_HEAD + b"0_5\r\nabcde\r\n0\r\n\r\n", "chunk size"),
+        (CHUNKED_HEAD + b" 5\r\nabcde\r\n0\r\n\r\n", "chunk size"),
+        (CHUNKED_HEAD + b"5 ;x=1\r\nabcde\r\n0\r\n\r\n", "chunk size"),
+        (CHUNKED_HEAD + b"+5\r\nabcde\r\n0\r\n\r\n", "chunk size"),
+        (CHUNKED_HEAD + b"1" * 17 + b"\r\n", "chunk size"),  # more than 64 bits (Go refuses 17 digits)
+        (CHUNKED_HEAD + b"5\nabcde\r\n0\r\n\r\n", "chunk size"),  # a bare LF in the size line
+        (CHUNKED_HEAD + b"0\r\nno colon\r\n\r\n", "trailer"),
+        (CHUNKED_HEAD + b"0\r\nX: a\x00b\r\n\r\n", "trailer"),
+        # Framing the first field of which used to win, or that a proxy may read otherwise (smuggling).
+        (OK + b"Content-Length: 2\r\nContent-Length: 3\r\n\r\nabc", "conflicting Content-Length"),
+        (OK + b"Content-Length: 2, 3\r\n\r\nabc", "conflicting Content-Length"),
+        (OK + b"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "more than one"),
+        (OK + b"Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", "Transfer-Encoding"),
+        (OK + b"Transfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n", "Transfer-Encoding"),
+        (OK + b"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n", "both"),
+        (b"HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "HTTP/1.0"),
+        # Bytes no header line may hold.
+        (OK + b"X: a\x00b\r\nContent-Length: 0\r\n\r\n", "forbidden byte"),
+        (OK + b"X: a\nContent-Length: 5\r\n\r\nabcde", "forbidden byte"),  # a bare LF: one line or two?
+        (OK + b"X: a\rContent-Length: 5\r\n\r\nabcde", "forbidden byte"),
+        (OK + b"X: a\x0bb\r\nContent-Length: 0\r\n\r\n", "forbidden byte"),
+        (OK + b"X : y\r\nContent-Length: 0\r\n\r\n", "malformed header"),
+        (OK + b"X(y): a\r\nContent-Length: 0\r\n\r\n", "malformed header"),
+        (b"HTTP/1.1 200 OK\nContent-Length: 0\n\nHTTP/1.1 200 OK\r\n\r\n", "forbidden byte"),
+        # Status lines.
+        (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n", "101"),
+        (b"HTTP/1.1 099 Early\r\nContent-Length: 0\r\n\r\n", "status line"),
+        (b"HTTP/1.1\t200 OK\r\nContent-Length: 0\r\n\r\n", "status line"),
+        (b"HTTP/2.0 200 OK\r\nContent-Length: 0\r\n\r\n", "status line"),
+        (b"\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", "status line"),
+        # A whole head longer than the limit, arriving in one read.
+        (OK + b"X: " + b"y" * (MAX_HEAD + 10) + b"\r\nContent-Length: 0\r\n\r\n", "head longer"),
+    ],
+)
+def test_what_h11_or_llhttp_refuse_is_refused(data: bytes, error: str) -> None:
+    for step in (None, 1):  # a head near MAX_HEAD in 1-byte reads: linear, not a copy of the buffer per read
+        with pytest.raises(ProtocolError, match=error):
+            Answers().feed(data, step=step)
+
+
+@pytest.mark.parametrize(
+    ("data", "body"),
+    [
+        (OK + b"Content-Length: 2\r\nContent-Length: 2\r\n\r\nab", b"ab"),  # the same length twice
+        (OK + b"Content-Length: 2, 2\r\n\r\nab", b"ab"),
+        (OK + b"Content-Length: 002\r\n\r\nab", b"ab"),
+        (CHUNKED_HEAD + b"0000000000000002\r\nab\r\n0\r\n\r\n", b"ab"),  # 16 hex digits
+        (CHUNKED_HEAD + b"2 \r\nab\r\n0 \t\r\n\r\n", b"ab"),  # blanks after the size, as h11 accepts
+        (CHUNKED_HEAD + b'2;name="va;lue"\r\nab\r\n0\r\nX-Trailer: 1\r\n\r\n', b"ab"),
+        (OK + b"Transfer-Encoding: CHUNKED\r\n\r\n2\r\nab\r\n0\r\n\r\n", b"ab"),
+        (OK + b"X: a\tb \xff\r\nX-Empty:\r\nContent-Length: 2\r\n\r\nab", b"ab"),  # tab and obs-text in a value
+        (b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n" + OK + b"Content-Length: 2\r\n\r\nab", b"ab"),
+        (b"HTTP/1.1 200\r\nContent-Length: 2\r\n\r\nab", b"ab"),  # no reason phrase, as h11 accepts
+    ],
+)
+def test_what_h11_accepts_in_the_api_servers_dialect_is_still_read(data: bytes, body: bytes) -> None:
+    for step in (None, 1):
+        answers = Answers()
+        answers.feed(data, step=step)
+        assert answers.bodies == [body]
+        assert [head.status for head in answers.heads] == [200]
