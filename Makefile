@@ -182,7 +182,8 @@ kind-node-image: ## The kind node image: pull the pinned kindest/node, or build 
 
 # kind-up, kind-down and e2e-kind use the kind cluster KIND_CLUSTER_NAME (default webserver-operator); kind-load loads
 # into KIND_CLUSTER_NAME, default your only kind cluster (or the one your kubectl context points at). kind itself:
-# yours from PATH when recent enough, else the project's build (KIND=<path> chooses).
+# yours from PATH when recent enough, else the project's build (KIND=<path> chooses); kind-load takes any kind on
+# PATH and builds one only when there is none.
 .PHONY: kind-up
 kind-up: ## Start the kind cluster, build the image (IMG) and the e2e web images and load them into it.
 	hack/kind.sh up
@@ -222,13 +223,15 @@ bench-sharded: venv tools $(VENV)/.bench-installed ## Sharded replicas: 10000 We
 image-recipe: venv ## Run the Dockerfile's steps on the host (wheel, clean venv, import check): CI does, no Docker needed.
 	hack/image-recipe.sh
 
+# docker-build and docker-push need only a container engine: docker when `docker info` answers, else podman;
+# ENGINE=docker|podman chooses. No Go and no privileged container (that probe is for kind only: hack/engine.sh).
 .PHONY: docker-build
-docker-build: ## Build IMG from the Dockerfile with the detected engine (docker or podman).
+docker-build: ## Build IMG from the Dockerfile with docker (or podman; ENGINE=docker|podman chooses).
 	hack/images.sh operator $(IMG)
 
 .PHONY: docker-push
-docker-push: ## Push IMG to its registry with the detected engine.
-	$$(hack/engine.sh detect) push $(IMG)
+docker-push: ## Push IMG to its registry with docker (or podman; ENGINE=docker|podman chooses).
+	hack/images.sh push $(IMG)
 
 ##@ Deployment (kubebuilder style; on the cluster of the current kubeconfig)
 

@@ -15,7 +15,7 @@
 #                           for your cluster): default your only kind cluster, else the one your kubectl context
 #                           points at (kind-<name>), else webserver-operator if it exists.
 #   KIND=<path>             the kind binary (default: kind from PATH when >= the pinned KIND_VERSION, else the
-#                           project's build; hack/tools.sh pick says which)
+#                           project's build; hack/tools.sh pick says which). load-image takes any kind on PATH.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=versions.env
@@ -58,9 +58,11 @@ load_cluster_name() {
     printf '%s\n' "${KIND_CLUSTER_NAME}"
     return
   fi
-  local kind clusters current
+  local kind clusters=() current line
   kind="$(kind_bin)"
-  mapfile -t clusters < <("${kind}" get clusters 2>/dev/null | grep -v '^No kind clusters found' || true)
+  while IFS= read -r line; do
+    [[ -n "${line}" && "${line}" != "No kind clusters found"* ]] && clusters+=("${line}")
+  done < <("${kind}" get clusters 2>/dev/null || true)
   if ((${#clusters[@]} == 0)); then
     die "no kind cluster exists: create one (\`kind create cluster\`, or \`make kind-up\` for the project's), then run this again"
   fi
@@ -158,8 +160,8 @@ cmd_load_image() {
 
 cmd_load_web() {
   use_engine
-  local images
-  mapfile -t images < <("${ROOT}/hack/images.sh" web)
+  local images=() line
+  while IFS= read -r line; do images+=("${line}"); done < <("${ROOT}/hack/images.sh" web)
   log "loading the e2e web images into ${CLUSTER_NAME}: ${images[*]}"
   load_images "${images[@]}"
 }
@@ -197,7 +199,17 @@ up) cmd_up ;;
 status) cmd_status ;;
 down) cmd_down ;;
 load-image)
-  use_engine
+  # Loading needs neither a privileged container nor a recent kind: the engine that built the image (`hack/engine.sh
+  # builder`, as `make docker-build` picks it) and any kind on PATH (`kind load docker-image` and `load image-archive`
+  # are in every release); the project's kind is built only when none is on PATH.
+  ENGINE="$("${ROOT}/hack/engine.sh" builder)"
+  export ENGINE
+  [[ "${ENGINE}" == podman ]] && export KIND_EXPERIMENTAL_PROVIDER=podman
+  if [[ -z "${KIND:-}" ]] && command -v kind >/dev/null; then
+    KIND="$(command -v kind)"
+    log "kind: $("${KIND}" version 2>/dev/null | grep -oE 'v[0-9]+\.[0-9]+\.[0-9]+' | head -n 1 || true) from PATH (${KIND}); any version loads images (KIND=<path> picks another)"
+    export KIND
+  fi
   CLUSTER_NAME="$(load_cluster_name)"
   cmd_load_image
   ;;

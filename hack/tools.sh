@@ -425,7 +425,8 @@ at_least() { [[ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n 1)" == "$2" ]
 
 # pick TOOL: sets PICKED (path) and BUILT (1 when it is the project's build).
 pick() {
-  local tool="$1" min found version
+  local tool="$1" min found version var
+  var="$(printf '%s' "${tool}" | tr '[:lower:]' '[:upper:]')" # bash 3.2 (macOS) has no case operators
   case "${tool}" in
   kubectl) min="${KUBECTL_MIN_VERSION}" ;;
   helm) min="${HELM_MIN_VERSION}" ;;
@@ -438,7 +439,7 @@ pick() {
     if [[ -n "${version}" ]] && at_least "${version}" "${min}"; then
       PICKED="${found}"
       BUILT=0
-      log "${tool}: ${version} from PATH (${found}); ${tool^^}=<path> picks another"
+      log "${tool}: ${version} from PATH (${found}); ${var}=<path> picks another"
       return
     fi
     log "${tool}: ${found} is ${version:-of an unknown version}, older than ${min}: using the project's build instead"
@@ -447,7 +448,7 @@ pick() {
   BUILT=1
   local note="built by \`hack/tools.sh build ${tool}\`"
   [[ -x "${PICKED}" ]] && note="already built"
-  log "${tool}: the project's build ${PICKED} (${note}); ${tool^^}=<path> picks another"
+  log "${tool}: the project's build ${PICKED} (${note}); ${var}=<path> picks another"
 }
 
 case "${1:-build}" in

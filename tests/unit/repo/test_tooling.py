@@ -323,6 +323,20 @@ def test_kind_load_loads_into_the_only_kind_cluster_without_building(machine: Ma
     assert not [line for line in machine.recorded("podman") if line.startswith("podman build")]
 
 
+def test_kind_load_uses_an_older_kind_from_path_and_builds_none(machine: Machine) -> None:
+    """`kind load` works with any kind: an older one on PATH is used, not replaced by a Go build (issue 33)."""
+    env = _kind_machine(machine, ["dev"])
+    machine.fake(
+        "kind", 'case "$1" in\nversion) echo "kind v0.20.0 go1.20.4 linux/amd64" ;;\nget) echo dev ;;\nesac\nexit 0\n'
+    )
+    machine.fake_go()
+    result = machine.run(str(HACK / "kind.sh"), "load-image", **env)
+    assert result.returncode == 0, result.stderr
+    assert _loaded_into(machine) == ["dev"]
+    assert "kind: v0.20.0 from PATH" in result.stderr
+    assert _built_packages(machine) == ""
+
+
 def test_kind_load_follows_the_kubectl_context_among_several_clusters(machine: Machine) -> None:
     env = _kind_machine(machine, ["a", "b"])
     machine.fake("kubectl", '[[ "$1 $2" == "config current-context" ]] && echo kind-b\nexit 0\n')
