@@ -80,8 +80,8 @@ manifests: venv ## Generate the CRD (config/crd, chart) from the pydantic models
 ##@ Tests
 
 .PHONY: test-unit
-test-unit: venv ## Unit tests only (pure: no cluster, no built tools; tests marked `tools` are deselected).
-	$(PY) -m pytest tests/unit -m "not tools" $(PYTEST_ARGS)
+test-unit: venv ## Unit tests only (pure: no cluster, no built tools, no matplotlib; tests marked `tools` or `plots` are deselected).
+	$(PY) -m pytest tests/unit -m "not tools and not plots" $(PYTEST_ARGS)
 
 .PHONY: test-tools
 test-tools: venv tools-kubectl tools-helm tools-promtool ## The unit tests test-unit leaves out: chart, manifests and rules through helm/kubectl/promtool.
@@ -95,8 +95,13 @@ test-integration: venv tools ## Integration tests against the local control plan
 test-e2e: venv tools tools-prometheus ## End-to-end tests (installed Helm chart) on CLUSTER=local|existing|kind.
 	$(PY) -m pytest tests/e2e $(PYTEST_ARGS)
 
+# The `plots` extra (matplotlib): only the targets that draw pictures install it.
+$(VENV)/.plots-installed: $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install --quiet -e '.[plots]'
+	touch $@
+
 .PHONY: monitoring-panels
-monitoring-panels: venv tools tools-prometheus ## Redraw docs/images/panel-*.png (docs/monitoring.md) from a real Prometheus scraping the operator.
+monitoring-panels: venv tools tools-prometheus $(VENV)/.plots-installed ## Redraw docs/images/panel-*.png (docs/monitoring.md) from a real Prometheus scraping the operator.
 	RENDER_PANELS=$(CURDIR)/docs/images $(PY) -m pytest tests/e2e/test_dashboard_prometheus.py $(PYTEST_ARGS)
 
 .PHONY: e2e-kind
@@ -116,7 +121,7 @@ test-integration-oldest: venv tools-oldest ## Integration tests on the oldest Ku
 	KUBERNETES_LINE=oldest CLUSTER_NAME=$(OLDEST_CLUSTER_NAME) $(PY) -m pytest tests/integration $(PYTEST_ARGS)
 
 .PHONY: test
-test: lint tools tools-prometheus tools-oldest ## Everything CI runs: lint, unit, integration (the short chaos run included) and e2e on the local control plane, then integration on the oldest Kubernetes.
+test: lint tools tools-prometheus tools-oldest $(VENV)/.plots-installed ## Everything CI runs: lint, unit, integration (the short chaos run included) and e2e on the local control plane, then integration on the oldest Kubernetes.
 	chaos/tools.sh build
 	status=0; $(PY) -m pytest tests $(PYTEST_ARGS) || status=$$?; \
 	echo "== integration tests on Kubernetes $(KUBERNETES_OLDEST_VERSION) (cluster $(OLDEST_CLUSTER_NAME))"; \
@@ -200,7 +205,7 @@ kind-down: ## Delete the kind cluster (its containers, volumes and, once unused,
 
 BENCH_ARGS ?=
 
-$(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt
+$(VENV)/.bench-installed: $(VENV)/.plots-installed bench/requirements.txt
 	$(PY) -m pip install --quiet -r bench/requirements.txt
 	touch $@
 
