@@ -267,6 +267,18 @@ undeploy: $(call built,KUBECTL,kubectl) ## Delete what deploy created, the CRD i
 build-installer: $(call built,KUBECTL,kubectl) ## Write dist/install.yaml (DIST=...): CRD, RBAC and Deployment (IMG) in one file.
 	$(INSTALL_ENV) hack/install.sh build-installer
 
+# make release VERSION=x.y.z REGISTRY=<registry>: the image and the chart (OCI) published, dist/ written, the bump
+# committed and tagged (docs/releasing.md). Refuses a dirty tree and an unlisted pod-template change.
+.PHONY: release
+release: ## Publish VERSION=x.y.z to REGISTRY=<registry>: image + OCI chart (by digest), dist/install.yaml, SBOM, SHA256SUMS.
+	VERSION='$(VERSION)' REGISTRY='$(REGISTRY)' PY='$(abspath $(PY))' DIST='$(abspath $(DIST))' hack/release.sh
+
+.PHONY: registry-up registry-down
+registry-up: ## Start a local OCI registry (crane registry serve, built from Go modules) and print its address.
+	@hack/registry.sh up
+registry-down: ## Stop the local OCI registry and forget what was pushed to it.
+	hack/registry.sh down
+
 .PHONY: chart-package
 chart-package: $(call built,HELM,helm) ## Lint (--strict) and package the Helm chart into dist/webserver-operator-<version>.tgz.
 	$(HELM) lint --strict charts/webserver-operator

@@ -158,8 +158,13 @@ cmd_operator() {
 cmd_push() {
   local img="${1:?usage: hack/images.sh push IMG}"
   use_engine
+  local args=() host="${img%%/*}"
+  # A registry on this machine speaks plain HTTP (hack/registry.sh); docker already treats localhost so.
+  if [[ "$(engine)" == podman && ("${host%%:*}" == localhost || "${host%%:*}" == 127.0.0.1) ]]; then
+    args=(--tls-verify=false)
+  fi
   log "pushing ${img} ($(engine))"
-  "$(engine)" push "${img}"
+  "$(engine)" push ${args[@]+"${args[@]}"} "${img}"
 }
 
 cmd_web() {
