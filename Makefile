@@ -88,7 +88,7 @@ test-tools: venv tools-kubectl tools-helm tools-promtool ## The unit tests test-
 	$(PY) -m pytest tests/unit -m tools $(PYTEST_ARGS)
 
 .PHONY: test-integration
-test-integration: venv tools ## Integration tests against the local control plane (started on demand).
+test-integration: venv tools tools-release ## Integration tests against the local control plane (started on demand).
 	$(PY) -m pytest tests/integration $(PYTEST_ARGS)
 
 .PHONY: test-e2e
@@ -121,7 +121,7 @@ test-integration-oldest: venv tools-oldest ## Integration tests on the oldest Ku
 	KUBERNETES_LINE=oldest CLUSTER_NAME=$(OLDEST_CLUSTER_NAME) $(PY) -m pytest tests/integration $(PYTEST_ARGS)
 
 .PHONY: test
-test: lint tools tools-prometheus tools-oldest $(VENV)/.plots-installed ## Everything CI runs: lint, unit, integration (the short chaos run included) and e2e on the local control plane, then integration on the oldest Kubernetes.
+test: lint tools tools-prometheus tools-oldest tools-release $(VENV)/.plots-installed ## Everything CI runs: lint, unit, integration (the short chaos run included) and e2e on the local control plane, then integration on the oldest Kubernetes.
 	chaos/tools.sh build
 	status=0; $(PY) -m pytest tests $(PYTEST_ARGS) || status=$$?; \
 	echo "== integration tests on Kubernetes $(KUBERNETES_OLDEST_VERSION) (cluster $(OLDEST_CLUSTER_NAME))"; \
@@ -151,6 +151,10 @@ tools: ## Build every tool the tests use (control plane, kubectl, etcd, kwok, he
 .PHONY: tools-kubectl tools-helm tools-kind tools-promtool tools-prometheus tools-cluster
 tools-kubectl tools-helm tools-kind tools-promtool tools-prometheus tools-cluster: ## Build one tool only (tools-cluster: control plane, etcd, kwok; tools-prometheus: the server, for the dashboard test).
 	hack/tools.sh build $(@:tools-%=%)
+
+.PHONY: tools-release
+tools-release: ## Build the release tools: crane (the local OCI registry, image digests) and syft (SBOM), for make release and its test.
+	hack/tools.sh build crane syft
 
 .PHONY: tools-oldest
 tools-oldest: ## Build the control plane of the oldest Kubernetes the chart claims (KUBERNETES_OLDEST_VERSION); other tools are shared.

@@ -65,11 +65,13 @@ def test_one_local_default_image_everywhere() -> None:
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     kustomization = yaml.safe_load((ROOT / "config" / "manager" / "kustomization.yaml").read_text())
     (image,) = kustomization["images"]
-    chart_default = f"{values['image']['repository']}:{chart['appVersion']}"
+    chart_default = f"{values['image']['registry']}/{values['image']['repository']}:{chart['appVersion']}"
     assert _makefile_img() == chart_default == f"{image['newName']}:{image['newTag']}"
     assert chart["appVersion"] == __version__
-    # A local name: `localhost/` is no registry anybody can pull from.
-    assert values["image"]["repository"].startswith("localhost/")
+    # A local name: `localhost` is no registry anybody can pull from (a release pins its registry and digest in the
+    # chart it publishes, not in this one: docs/releasing.md).
+    assert values["image"]["registry"] == "localhost"
+    assert values["image"]["digest"] == ""
 
 
 def test_nothing_user_facing_names_a_public_image() -> None:
@@ -87,7 +89,7 @@ def test_readme_helm_commands_never_rely_on_a_published_image() -> None:
         assert len(installs) == 1, commands
         (index,) = installs
         command = commands[index]
-        sets_image = "--set image.repository=" in command and "--set image.tag=" in command
+        sets_image = "--set image.registry=" in command and "--set image.tag=" in command
         loaded_before = any("kind-load" in c for c in commands[:index])
         pushed_before = any("docker-push" in c for c in commands[:index])
         assert sets_image or loaded_before, command
