@@ -28,22 +28,22 @@ from tests.support.upgrades import CHANGELOG, declared_template_changes, templat
 
 ROOT = CHANGELOG.parent
 
-# Renders one pod template per WebServer read from stdin, with whichever module of this version builds the
-# Deployment (0.1.0 had webserver_operator.builders.deployment; later versions webserver_operator.desired).
+# Renders one pod template per WebServer read from stdin, with the module of this version that builds the Deployment
+# (0.1.0 had webserver_operator.builders.deployment; later versions webserver_operator.desired).
 RENDER = """
 import importlib, json, sys
+from pathlib import Path
+import webserver_operator
+package = Path(webserver_operator.__file__).parent
+# By file, not by trying imports: an editable install's finder would serve a module this version lacks from the
+# working tree of another version.
+name = "desired" if (package / "desired.py").exists() else "builders.deployment"
+module = importlib.import_module(f"webserver_operator.{name}")
+assert Path(module.__file__).is_relative_to(package), (module.__file__, package)
 from webserver_operator.api.models import WebServer
-for module in ("webserver_operator.desired", "webserver_operator.builders.deployment"):
-    try:
-        desired_deployment = importlib.import_module(module).desired_deployment
-        break
-    except (ImportError, AttributeError):
-        continue
-else:
-    sys.exit("neither webserver_operator.desired nor webserver_operator.builders.deployment has desired_deployment")
 out = {}
 for obj in json.load(sys.stdin):
-    out[obj["metadata"]["name"]] = desired_deployment(WebServer.model_validate(obj))["spec"]["template"]
+    out[obj["metadata"]["name"]] = module.desired_deployment(WebServer.model_validate(obj))["spec"]["template"]
 json.dump(out, sys.stdout)
 """
 
@@ -74,9 +74,17 @@ def previous_release() -> str:
 
 def render(tree: Path, objs: list[dict[str, Any]]) -> dict[str, Any]:
     """The pod templates the operator in ``tree`` renders for ``objs``, by WebServer name."""
+    # Run in ``tree``: `python -c` puts the working directory first on sys.path, before PYTHONPATH, so from anywhere
+    # else it would import whichever webserver_operator is there.
     env = {**os.environ, "PYTHONPATH": str(tree)}
     result = subprocess.run(
-        [sys.executable, "-c", RENDER], input=json.dumps(objs), capture_output=True, text=True, env=env, check=False
+        [sys.executable, "-c", RENDER],
+        input=json.dumps(objs),
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
     )
     if result.returncode != 0:
         raise SystemExit(f"rendering the pod templates of {tree} failed:\n{result.stderr}")
