@@ -8,7 +8,9 @@
 # (hack/kind-node-image.sh). With the offline image the cluster uses the node's static ptp CNI config
 # (networking.disableDefaultCNI); on a cgroup v1 host the kubelet is told to accept cgroup v1 (failCgroupV1: false).
 #
-# Usage: hack/kind.sh up | down | status | kubeconfig | load-image | load-web | web-images
+# Usage: hack/kind.sh up | down | status | kubeconfig | load-image | load-web | web-images | config | registry-hosts
+#   KIND_REGISTRY=<host:port> a registry on this machine (hack/registry.sh) the nodes pull from over HTTP (up, and
+#                           registry-hosts for a running cluster); `config` prints the cluster config up uses
 #   IMG=<name:tag>          the operator image (default localhost/webserver-operator:0.1.0)
 #   KIND_CLUSTER_NAME=<name> the kind cluster. up, down, status, kubeconfig and load-web: default webserver-operator
 #                           (the project's own, which e2e-kind creates and deletes). load-image (`make kind-load`,
@@ -99,6 +101,16 @@ EOF
   if [[ "${image}" != *"${KIND_NODE_IMAGE}" ]]; then
     printf '  disableDefaultCNI: true\n'
   fi
+  # With KIND_REGISTRY, containerd reads per-registry hosts from config_path (kind's default for containerd 2, set here
+  # so that it holds on every node image): registry_hosts writes the one for KIND_REGISTRY there.
+  if [[ -n "${KIND_REGISTRY:-}" ]]; then
+    cat <<'EOF'
+containerdConfigPatches:
+  - |-
+    [plugins."io.containerd.cri.v1.images".registry]
+      config_path = "/etc/containerd/certs.d"
+EOF
+  fi
   if [[ ! -f /sys/fs/cgroup/cgroup.controllers ]]; then
     cat <<'EOF'
 kubeadmConfigPatches:
@@ -124,9 +136,32 @@ cmd_up() {
       --kubeconfig "${KUBECONFIG_PATH}" --wait 180s
   fi
   "${kind}" get kubeconfig --name "${CLUSTER_NAME}" >"${KUBECONFIG_PATH}"
+  if [[ -n "${KIND_REGISTRY:-}" ]]; then registry_hosts; fi
   "${ROOT}/hack/images.sh" operator "${IMG}"
   cmd_load_image
   cmd_load_web
+}
+
+# registry_hosts: let every node pull KIND_REGISTRY (host:port of a registry on this machine, e.g. hack/registry.sh
+# with REGISTRY_ADDRESS=0.0.0.0:5001, named 127.0.0.1:5001 in image references) over plain HTTP at the kind network's
+# gateway, which is this machine seen from the nodes: a hosts.toml under containerd's config_path.
+registry_hosts() {
+  local registry="${KIND_REGISTRY}" port gateway node
+  port="${registry##*:}"
+  [[ "${port}" =~ ^[0-9]+$ ]] || die "KIND_REGISTRY=${registry}: give host:port of the registry (hack/registry.sh address)"
+  if [[ "${ENGINE}" == podman ]]; then
+    gateway="$(podman network inspect kind --format '{{range .Subnets}}{{if .Gateway.To4}}{{.Gateway}}{{end}}{{end}}')"
+  else
+    gateway="$(docker network inspect kind --format '{{range .IPAM.Config}}{{if .Gateway}}{{.Gateway}} {{end}}{{end}}' |
+      tr ' ' '\n' | grep -m 1 -E '^[0-9]+\.' || true)"
+  fi
+  [[ -n "${gateway}" ]] || die "cannot find the IPv4 gateway of the ${ENGINE} network kind: the nodes cannot reach ${registry}"
+  for node in $("$(kind_bin)" get nodes --name "${CLUSTER_NAME}"); do
+    printf 'server = "http://%s"\n\n[host."http://%s:%s"]\n  capabilities = ["pull", "resolve"]\n' \
+      "${registry}" "${gateway}" "${port}" |
+      "${ENGINE}" exec -i "${node}" sh -c "mkdir -p '/etc/containerd/certs.d/${registry}' && cat >'/etc/containerd/certs.d/${registry}/hosts.toml'"
+  done
+  log "nodes of ${CLUSTER_NAME} pull ${registry} from http://${gateway}:${port}"
 }
 
 # load ARCHIVE-OR-IMAGE...: images from the engine's store into the cluster's containerd.
@@ -215,6 +250,11 @@ load-image)
   ;;
 load-web) cmd_load_web ;;
 kubeconfig) printf '%s\n' "${KUBECONFIG_PATH}" ;;
+config) cluster_config "${2:-${KIND_NODE_IMAGE}}" ;;
+registry-hosts)
+  use_engine
+  registry_hosts
+  ;;
 web-images) "${ROOT}/hack/images.sh" web-names ;;
-*) die "usage: hack/kind.sh up | down | status | kubeconfig | load-image | load-web | web-images" ;;
+*) die "usage: hack/kind.sh up | down | status | kubeconfig | load-image | load-web | web-images | config [IMAGE] | registry-hosts" ;;
 esac
