@@ -11,7 +11,7 @@
 # Usage: hack/kind.sh up | down | status | kubeconfig | load-image | load-web | web-images | config | registry-hosts
 #   KIND_REGISTRY=<host:port> a registry on this machine (hack/registry.sh) the nodes pull from over HTTP (up, and
 #                           registry-hosts for a running cluster); `config` prints the cluster config up uses
-#   IMG=<name:tag>          the operator image (default localhost/webserver-operator:0.1.0)
+#   IMG=<name:tag>          the operator image (default localhost/webserver-operator:<the chart appVersion>)
 #   KIND_CLUSTER_NAME=<name> the kind cluster. up, down, status, kubeconfig and load-web: default webserver-operator
 #                           (the project's own, which e2e-kind creates and deletes). load-image (`make kind-load`,
 #                           for your cluster): default your only kind cluster, else the one your kubectl context

@@ -103,7 +103,7 @@ sbom="${DIST}/webserver-operator-${VERSION}.spdx.json"
 )
 
 # 6. Commit and tag.
-git add -A -- CHANGELOG.md charts pyproject.toml webserver_operator/__init__.py Dockerfile config/manager
+git add -A -- CHANGELOG.md charts pyproject.toml webserver_operator/__init__.py Dockerfile config/manager Makefile hack/kind.sh hack/demo.sh
 git commit -q -m "Release ${VERSION}" -m "Image ${pinned}; chart oci://${REGISTRY}/charts/webserver-operator ${VERSION}."
 git tag -a "v${VERSION}" -m "webserver-operator ${VERSION} (${pinned})"
 log "released ${VERSION}: oci://${REGISTRY}/charts/webserver-operator --version ${VERSION}, ${pinned}; files in ${DIST}: $(cd "${DIST}" && echo *.tgz install.yaml *.spdx.json SHA256SUMS)"

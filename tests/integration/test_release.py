@@ -142,6 +142,13 @@ def test_release_publishes_the_image_by_digest_and_the_chart_that_installs_it(
     assert (chart["version"], chart["appVersion"]) == (VERSION, VERSION)
     changelog = (release.repo / "CHANGELOG.md").read_text()
     assert changelog.index("## [Unreleased]") < changelog.index(f"## [{VERSION}] - ") < changelog.index("## [0.1.0]")
+    # The release commit keeps the repository's own checks of versions, images and the changelog passing.
+    checks = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/unit/repo/test_repository.py",
+         "tests/unit/test_cli.py", "tests/unit/chart/test_chart_metadata.py", "tests/unit/docs"],
+        cwd=release.repo, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert checks.returncode == 0, checks.stdout[-5000:]
 
     # The image the registry stored, by digest, everywhere the release names it.
     digest = subprocess.run(

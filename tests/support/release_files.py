@@ -68,6 +68,10 @@ VERSION_LINES = (
     (Path("webserver_operator/__init__.py"), r'^(__version__ = ")[^"]+(")$'),
     (Path("Dockerfile"), r"^(ARG VERSION=)\S+()$"),
     (Path("config/manager/kustomization.yaml"), r"^(  newTag: )\S+()$"),
+    # The local image name `make docker-build` and `make kind-load` use by default: the chart's default image.
+    (Path("Makefile"), r"^(IMG \?= localhost/webserver-operator:)\S+()$"),
+    (Path("hack/kind.sh"), r'^(IMG="\$\{IMG:-localhost/webserver-operator:)[^}]+(\}")$'),
+    (Path("hack/demo.sh"), r'^(  IMG="\$\{IMG:-localhost/webserver-operator:)[^}]+(\}")$'),
 )
 
 

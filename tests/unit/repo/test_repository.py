@@ -40,14 +40,15 @@ def test_changelog_has_upgrade_notes_for_the_unreleased_changes_and_the_baseline
     changelog = (ROOT / "CHANGELOG.md").read_text()
     sections = re.split(r"^## ", changelog, flags=re.MULTILINE)
     assert sections[1].startswith("[Unreleased]"), "the newest section must be [Unreleased]"
-    assert sections[2].startswith("[0.1.0]"), "the 0.1.0 baseline follows"
-    for section in sections[1:3]:
+    # Then the releases, newest first (`make release` turns [Unreleased] into [x.y.z]), down to the 0.1.0 baseline.
+    (baseline,) = [i for i, s in enumerate(sections) if s.startswith("[0.1.0]")]
+    for section in sections[1 : baseline + 1]:
         assert "### Upgrade notes" in section
         assert "#### Pod template changes" in section, "tests/integration/test_upgrade.py reads these"
     # Every chart default that changed has its note: in the baseline, and since then.
     for changed in ("image.repository", "runAsUser", "nodeSelector", "aggregateClusterRoles", "honorLabels"):
-        assert changed in sections[2], changed
-    assert "leaderElection.leaseDuration" in sections[1]
+        assert changed in sections[baseline], changed
+    assert "leaderElection.leaseDuration" in "".join(sections[1:baseline])
     # The baseline named in the changelog is the one the upgrade test runs.
     test = (ROOT / "tests" / "integration" / "test_upgrade.py").read_text()
     (ref,) = re.findall(r'^BASELINE_REF = "([0-9a-f]{40})"$', test, flags=re.MULTILINE)
