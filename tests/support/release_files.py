@@ -53,6 +53,10 @@ def bump_changelog(text: str, version: str, date: str) -> str:
 def bump_chart(text: str, version: str) -> str:
     text = _sub_one(r"^version: .*$", f"version: {version}", text, what="Chart.yaml version")
     text = _sub_one(r"^appVersion: .*$", f'appVersion: "{version}"', text, what="Chart.yaml appVersion")
+    # The committed chart's Artifact Hub image is the local default (its digest goes only into the published copy).
+    text = _sub_one(
+        r"^(      image: localhost/webserver-operator:)\S+$", rf"\g<1>{version}", text, what="Chart.yaml images"
+    )
     # A published version is no pre-release on Artifact Hub.
     return text.replace('  artifacthub.io/prerelease: "true"', '  artifacthub.io/prerelease: "false"', 1)
 

@@ -52,6 +52,8 @@ def test_bump_states_the_new_version_everywhere_the_old_one_was(tmp_path: Path) 
     chart = yaml.safe_load((tmp_path / CHART / "Chart.yaml").read_text())
     assert (chart["version"], chart["appVersion"]) == ("0.2.0", "0.2.0")
     assert chart["annotations"]["artifacthub.io/prerelease"] == "false"
+    (image,) = yaml.safe_load(chart["annotations"]["artifacthub.io/images"])
+    assert image["image"] == "localhost/webserver-operator:0.2.0"
     for path, pattern in VERSION_LINES:
         (match,) = re.finditer(pattern, (tmp_path / path).read_text(), flags=re.MULTILINE)
         assert "0.2.0" in match[0], path
