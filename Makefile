@@ -80,8 +80,8 @@ manifests: venv ## Generate the CRD (config/crd, chart) from the pydantic models
 ##@ Tests
 
 .PHONY: test-unit
-test-unit: venv ## Unit tests only (pure: no cluster, no built tools; tests marked `tools` are deselected).
-	$(PY) -m pytest tests/unit -m "not tools" $(PYTEST_ARGS)
+test-unit: venv ## Unit tests only (pure: no cluster, no built tools, no matplotlib; tests marked `tools` or `plots` are deselected).
+	$(PY) -m pytest tests/unit -m "not tools and not plots" $(PYTEST_ARGS)
 
 .PHONY: fuzz-http1
 fuzz-http1: venv ## Long differential fuzz of the API client's HTTP/1.1 parser against h11 (FUZZ_EXAMPLES=20000, fresh draws).
@@ -92,15 +92,20 @@ test-tools: venv tools-kubectl tools-helm tools-promtool ## The unit tests test-
 	$(PY) -m pytest tests/unit -m tools $(PYTEST_ARGS)
 
 .PHONY: test-integration
-test-integration: venv tools ## Integration tests against the local control plane (started on demand).
+test-integration: venv tools tools-release ## Integration tests against the local control plane (started on demand).
 	$(PY) -m pytest tests/integration $(PYTEST_ARGS)
 
 .PHONY: test-e2e
 test-e2e: venv tools tools-prometheus ## End-to-end tests (installed Helm chart) on CLUSTER=local|existing|kind.
 	$(PY) -m pytest tests/e2e $(PYTEST_ARGS)
 
+# The `plots` extra (matplotlib): only the targets that draw pictures install it.
+$(VENV)/.plots-installed: $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install --quiet -e '.[plots]'
+	touch $@
+
 .PHONY: monitoring-panels
-monitoring-panels: venv tools tools-prometheus ## Redraw docs/images/panel-*.png (docs/monitoring.md) from a real Prometheus scraping the operator.
+monitoring-panels: venv tools tools-prometheus $(VENV)/.plots-installed ## Redraw docs/images/panel-*.png (docs/monitoring.md) from a real Prometheus scraping the operator.
 	RENDER_PANELS=$(CURDIR)/docs/images $(PY) -m pytest tests/e2e/test_dashboard_prometheus.py $(PYTEST_ARGS)
 
 .PHONY: e2e-kind
@@ -120,7 +125,7 @@ test-integration-oldest: venv tools-oldest ## Integration tests on the oldest Ku
 	KUBERNETES_LINE=oldest CLUSTER_NAME=$(OLDEST_CLUSTER_NAME) $(PY) -m pytest tests/integration $(PYTEST_ARGS)
 
 .PHONY: test
-test: lint tools tools-prometheus tools-oldest ## Everything CI runs: lint, unit, integration (the short chaos run included) and e2e on the local control plane, then integration on the oldest Kubernetes.
+test: lint tools tools-prometheus tools-oldest tools-release $(VENV)/.plots-installed ## Everything CI runs: lint, unit, integration (the short chaos run included) and e2e on the local control plane, then integration on the oldest Kubernetes.
 	chaos/tools.sh build
 	status=0; $(PY) -m pytest tests $(PYTEST_ARGS) || status=$$?; \
 	echo "== integration tests on Kubernetes $(KUBERNETES_OLDEST_VERSION) (cluster $(OLDEST_CLUSTER_NAME))"; \
@@ -150,6 +155,10 @@ tools: ## Build every tool the tests use (control plane, kubectl, etcd, kwok, he
 .PHONY: tools-kubectl tools-helm tools-kind tools-promtool tools-prometheus tools-cluster
 tools-kubectl tools-helm tools-kind tools-promtool tools-prometheus tools-cluster: ## Build one tool only (tools-cluster: control plane, etcd, kwok; tools-prometheus: the server, for the dashboard test).
 	hack/tools.sh build $(@:tools-%=%)
+
+.PHONY: tools-release
+tools-release: ## Build the release tools: crane (the local OCI registry, image digests) and syft (SBOM), for make release and its test.
+	hack/tools.sh build crane syft
 
 .PHONY: tools-oldest
 tools-oldest: ## Build the control plane of the oldest Kubernetes the chart claims (KUBERNETES_OLDEST_VERSION); other tools are shared.
@@ -186,7 +195,8 @@ kind-node-image: ## The kind node image: pull the pinned kindest/node, or build 
 
 # kind-up, kind-down and e2e-kind use the kind cluster KIND_CLUSTER_NAME (default webserver-operator); kind-load loads
 # into KIND_CLUSTER_NAME, default your only kind cluster (or the one your kubectl context points at). kind itself:
-# yours from PATH when recent enough, else the project's build (KIND=<path> chooses).
+# yours from PATH when recent enough, else the project's build (KIND=<path> chooses); kind-load takes any kind on
+# PATH and builds one only when there is none.
 .PHONY: kind-up
 kind-up: ## Start the kind cluster, build the image (IMG) and the e2e web images and load them into it.
 	hack/kind.sh up
@@ -203,7 +213,7 @@ kind-down: ## Delete the kind cluster (its containers, volumes and, once unused,
 
 BENCH_ARGS ?=
 
-$(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt
+$(VENV)/.bench-installed: $(VENV)/.plots-installed bench/requirements.txt
 	$(PY) -m pip install --quiet -r bench/requirements.txt
 	touch $@
 
@@ -226,13 +236,15 @@ bench-sharded: venv tools $(VENV)/.bench-installed ## Sharded replicas: 10000 We
 image-recipe: venv ## Run the Dockerfile's steps on the host (wheel, clean venv, import check): CI does, no Docker needed.
 	hack/image-recipe.sh
 
+# docker-build and docker-push need only a container engine: docker when `docker info` answers, else podman;
+# ENGINE=docker|podman chooses. No Go and no privileged container (that probe is for kind only: hack/engine.sh).
 .PHONY: docker-build
-docker-build: ## Build IMG from the Dockerfile with the detected engine (docker or podman).
+docker-build: ## Build IMG from the Dockerfile with docker (or podman; ENGINE=docker|podman chooses).
 	hack/images.sh operator $(IMG)
 
 .PHONY: docker-push
-docker-push: ## Push IMG to its registry with the detected engine.
-	$$(hack/engine.sh detect) push $(IMG)
+docker-push: ## Push IMG to its registry with docker (or podman; ENGINE=docker|podman chooses).
+	hack/images.sh push $(IMG)
 
 ##@ Deployment (kubebuilder style; on the cluster of the current kubeconfig)
 
@@ -262,6 +274,18 @@ undeploy: $(call built,KUBECTL,kubectl) ## Delete what deploy created, the CRD i
 .PHONY: build-installer
 build-installer: $(call built,KUBECTL,kubectl) ## Write dist/install.yaml (DIST=...): CRD, RBAC and Deployment (IMG) in one file.
 	$(INSTALL_ENV) hack/install.sh build-installer
+
+# make release VERSION=x.y.z REGISTRY=<registry>: the image and the chart (OCI) published, dist/ written, the bump
+# committed and tagged (docs/releasing.md). Refuses a dirty tree and an unlisted pod-template change.
+.PHONY: release
+release: ## Publish VERSION=x.y.z to REGISTRY=<registry>: image + OCI chart (by digest), dist/install.yaml, SBOM, SHA256SUMS.
+	VERSION='$(VERSION)' REGISTRY='$(REGISTRY)' PY='$(abspath $(PY))' DIST='$(abspath $(DIST))' hack/release.sh
+
+.PHONY: registry-up registry-down
+registry-up: ## Start a local OCI registry (crane registry serve, built from Go modules) and print its address.
+	@hack/registry.sh up
+registry-down: ## Stop the local OCI registry and forget what was pushed to it.
+	hack/registry.sh down
 
 .PHONY: chart-package
 chart-package: $(call built,HELM,helm) ## Lint (--strict) and package the Helm chart into dist/webserver-operator-<version>.tgz.

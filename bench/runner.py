@@ -37,7 +37,7 @@ class Plan:
     scenarios: tuple[str, ...] = SCENARIOS
     log_dir: Path = field(default_factory=lambda: Path("bench/results/logs"))
     partial: Path | None = None  # runs so far are written here after each run (a crash keeps what was measured)
-    event_loop: str | None = None  # this operator's --event-loop; None: its default (auto)
+    event_loop: str | None = None  # this operator's --event-loop; None: its default (asyncio since issue 33)
 
 
 def loadavg() -> list[float]:

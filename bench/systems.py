@@ -51,7 +51,7 @@ class OperatorSpec:
 def operator_spec(name: str, kubeconfig: Path, *, event_loop: str | None = None) -> OperatorSpec:
     """How to start operator ``name``; ``event_loop`` is passed to this operator as ``--event-loop`` (peers ignore it).
 
-    Without ``event_loop`` this operator chooses its loop as users get it (``auto``).
+    Without ``event_loop`` this operator chooses its loop as users get it (its default, ``asyncio``).
     """
     python = sys.executable
     if event_loop is not None and event_loop not in EVENT_LOOPS:

@@ -4,11 +4,17 @@
 # Why a script of its own: kind nodes are privileged containers running systemd, and a Docker engine that answers
 # `docker info` may still refuse `--privileged` (a sandbox whose capability bounding set lacks CAP_SYS_RESOURCE:
 # "runc create failed: unable to apply caps"). Rootful podman runs them there once its default ulimits fit the host's
-# hard limits. hack/kind.sh, hack/kind-node-image.sh, the Makefile's image targets and the test suite
-# (tests/support/engine.py) all ask `hack/engine.sh detect`, so they can never disagree about the engine.
+# hard limits. hack/kind.sh, hack/kind-node-image.sh and the test suite (tests/support/engine.py) all ask
+# `hack/engine.sh detect`, so they can never disagree about the engine kind runs on.
 #
-# Rule: Docker when `docker info` succeeds AND a --privileged container starts; otherwise rootful podman (kind's
-# KIND_EXPERIMENTAL_PROVIDER=podman) when `podman info` succeeds; otherwise none.
+# Rule (detect, for kind): Docker when `docker info` succeeds AND a --privileged container starts; otherwise rootful
+# podman (kind's KIND_EXPERIMENTAL_PROVIDER=podman) when `podman info` succeeds; otherwise none.
+#
+# Building, pushing and loading an image needs none of that: `make docker-build`, `make docker-push` and `make
+# kind-load` ask `hack/engine.sh builder`, which starts no container and needs no Go, so rootless or locked-down
+# Docker (and macOS) build the image with a plain `docker build` (issue 33).
+# Rule (builder): ENGINE when set (docker or podman); else Docker when `docker info` succeeds; else podman when
+# `podman info` succeeds; otherwise none.
 #
 # Usage:
 #   hack/engine.sh detect    print "docker" or "podman"; exit 1 with what to do when neither works
@@ -16,6 +22,8 @@
 #                            cannot run kind), plus the host packages the offline node image build needs; it prints
 #                            every change it makes to the system
 #   hack/engine.sh probe E   exit 0 when engine E starts a --privileged container
+#   hack/engine.sh builder   print the engine that builds, pushes and loads images (rule above); exit 1 with what to
+#                            do when none answers
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 STATE="${XDG_CACHE_HOME:-${HOME}/.cache}/webserver-operator/engine"
@@ -83,6 +91,27 @@ cmd_detect() {
   fi
 }
 
+cmd_builder() {
+  if [[ -n "${ENGINE:-}" ]]; then
+    case "${ENGINE}" in
+    docker | podman) ;;
+    *) die "ENGINE=${ENGINE}: use ENGINE=docker or ENGINE=podman (or leave it unset to use whichever answers)" ;;
+    esac
+    command -v "${ENGINE}" >/dev/null || die "ENGINE=${ENGINE}, but ${ENGINE} is not on PATH: install it, or unset ENGINE"
+    echo "${ENGINE}"
+  elif command -v docker >/dev/null && answers docker; then
+    echo docker
+  elif command -v podman >/dev/null && answers podman; then
+    echo podman
+  else
+    local why="neither docker nor podman is on PATH"
+    if command -v docker >/dev/null || command -v podman >/dev/null; then
+      why="neither \`docker info\` nor \`podman info\` answers (a client without a running engine)"
+    fi
+    die "${why}: install and start Docker or podman (or pass ENGINE=docker|podman), then run this again"
+  fi
+}
+
 # --- make engine ----------------------------------------------------------------------------------------------------
 
 missing_packages() {
@@ -93,8 +122,8 @@ missing_packages() {
 }
 
 apt_install() {
-  local missing
-  mapfile -t missing < <(missing_packages "$@")
+  local missing=() p
+  while IFS= read -r p; do missing+=("${p}"); done < <(missing_packages "$@")
   if ((${#missing[@]} == 0)); then
     log "Debian packages already installed: $*"
     return 0
@@ -189,5 +218,6 @@ case "${1:-}" in
 detect) cmd_detect ;;
 install) cmd_install ;;
 probe) mkdir -p "${STATE}" && probe "${2:?engine}" ;;
-*) die "usage: hack/engine.sh detect | install | probe ENGINE" ;;
+builder) cmd_builder ;;
+*) die "usage: hack/engine.sh detect | install | probe ENGINE | builder" ;;
 esac

@@ -11,7 +11,8 @@
 # name entries and a CA bundle of their own, which a container lacks: the build gets both from the host at run time
 # (--add-host with the addresses the host resolves, the CA bundle as a build secret named pip-cert).
 #
-# Usage: hack/images.sh operator IMG    build IMG from the Dockerfile
+# Usage: hack/images.sh operator IMG    build IMG from the Dockerfile (`make docker-build`)
+#        hack/images.sh push IMG        push IMG (`make docker-push`)
 #        hack/images.sh web             build or pull the e2e web images; print their names (two lines)
 #        hack/images.sh web-names       print the names the last `web` chose
 set -euo pipefail
@@ -22,10 +23,16 @@ source "${ROOT}/hack/lib.sh"
 STATE="${XDG_CACHE_HOME:-${HOME}/.cache}/webserver-operator/images"
 mkdir -p "${STATE}"
 
-# The engine, detected once per run (hack/engine.sh), unless ENGINE names it.
+# The engine, picked once per run: ENGINE when set (hack/kind.sh sets the one kind runs on), else whichever of docker
+# and podman answers (`hack/engine.sh builder`: no privileged probe, no Go; building needs neither).
 use_engine() {
-  ENGINE="${ENGINE:-$("${ROOT}/hack/engine.sh" detect)}"
+  ENGINE="$("${ROOT}/hack/engine.sh" builder)"
   export ENGINE
+}
+
+# sha256 FILE...: sha256sum's output where it exists, else shasum's (macOS has only `shasum -a 256`).
+sha256() {
+  if command -v sha256sum >/dev/null; then sha256sum "$@"; else shasum -a 256 "$@"; fi
 }
 engine() { printf '%s\n' "${ENGINE}"; }
 
@@ -86,9 +93,9 @@ build_key() {
       {
         printf '%s\n' Dockerfile .dockerignore requirements.lock pyproject.toml README.md LICENSE
         find webserver_operator -type f ! -path '*/__pycache__/*' ! -name '*.py[cod]'
-      } | sort | while IFS= read -r f; do [[ -f "${f}" ]] && sha256sum "${f}"; done
+      } | sort | while IFS= read -r f; do if [[ -f "${f}" ]]; then sha256 "${f}"; fi; done
     )
-  } | sha256sum | cut -c1-16
+  } | sha256 | cut -c1-16
 }
 
 dockerfile_base() {
@@ -99,7 +106,7 @@ dockerfile_base() {
 python_standin() {
   local debian key name
   debian="$(ENGINE="$(engine)" "${ROOT}/hack/debian-base.sh" ensure)"
-  key="$({ echo "${debian}"; sha256sum "${ROOT}/hack/images/python-base.Containerfile"; } | sha256sum | cut -c1-12)"
+  key="$({ echo "${debian}"; sha256 "${ROOT}/hack/images/python-base.Containerfile"; } | sha256 | cut -c1-12)"
   name="localhost/webserver-operator/python-standin:3.11-bookworm-${key}"
   if ! "$(engine)" image inspect "${name}" >/dev/null 2>&1; then
     log "building the stand-in Python base ${name} (Debian's python3)"
@@ -125,8 +132,9 @@ cmd_operator() {
   # image (by ID) and the build arguments (not the host's way to PyPI, which does not change what is installed).
   # The key travels as a label on the image.
   local key
-  key="$(build_key "${base}" "${revision}" "${args[@]}")"
-  mapfile -t -O "${#args[@]}" args < <(pypi_args)
+  key="$(build_key "${base}" "${revision}" ${args[@]+"${args[@]}"})"
+  local arg
+  while IFS= read -r arg; do args+=("${arg}"); done < <(pypi_args)
   if [[ "$("$(engine)" image inspect --format "{{index .Config.Labels \"${KEY_LABEL}\"}}" "${img}" 2>/dev/null)" == "${key}" ]]; then
     log "${img} is up to date (build key ${key})"
     return 0
@@ -135,7 +143,7 @@ cmd_operator() {
   log "building ${img} from the Dockerfile ($(engine))"
   local start=${SECONDS} previous
   previous="$("$(engine)" image inspect --format '{{.Id}}' "${img}" 2>/dev/null || true)"
-  if ! build "${args[@]}" --build-arg "REVISION=${revision}" -t "${img}" "${ROOT}" >"${STATE}/operator-build.log" 2>&1; then
+  if ! build ${args[@]+"${args[@]}"} --build-arg "REVISION=${revision}" -t "${img}" "${ROOT}" >"${STATE}/operator-build.log" 2>&1; then
     tail -n 30 "${STATE}/operator-build.log" >&2
     die "building ${img} failed; full log: ${STATE}/operator-build.log"
   fi
@@ -146,6 +154,19 @@ cmd_operator() {
   log "built ${img} in $((SECONDS - start))s"
 }
 
+# push IMG: `make docker-push`, with the same engine rule as the build.
+cmd_push() {
+  local img="${1:?usage: hack/images.sh push IMG}"
+  use_engine
+  local args=() host="${img%%/*}"
+  # A registry on this machine speaks plain HTTP (hack/registry.sh); docker already treats localhost so.
+  if [[ "$(engine)" == podman && ("${host%%:*}" == localhost || "${host%%:*}" == 127.0.0.1) ]]; then
+    args=(--tls-verify=false)
+  fi
+  log "pushing ${img} ($(engine))"
+  "$(engine)" push ${args[@]+"${args[@]}"} "${img}"
+}
+
 cmd_web() {
   local first=nginx:1.27 second=nginx:1.28
   use_engine
@@ -154,7 +175,7 @@ cmd_web() {
   else
     local debian key
     debian="$(ENGINE="$(engine)" "${ROOT}/hack/debian-base.sh" ensure)"
-    key="$({ echo "${debian}"; cat "${ROOT}"/hack/images/nginx.*; } | sha256sum | cut -c1-8)"
+    key="$({ echo "${debian}"; cat "${ROOT}"/hack/images/nginx.*; } | sha256 | cut -c1-8)"
     first="localhost/webserver-operator/nginx-debian:${key}-1"
     second="localhost/webserver-operator/nginx-debian:${key}-2"
     local revision name
@@ -173,10 +194,11 @@ cmd_web() {
 
 case "${1:-}" in
 operator) cmd_operator "${2:-}" ;;
+push) cmd_push "${2:-}" ;;
 web) cmd_web ;;
 web-names)
   [[ -s "${STATE}/web-images" ]] || die "no web images chosen yet: run hack/images.sh web (hack/kind.sh up does)"
   cat "${STATE}/web-images"
   ;;
-*) die "usage: hack/images.sh operator IMG | web | web-names" ;;
+*) die "usage: hack/images.sh operator IMG | push IMG | web | web-names" ;;
 esac

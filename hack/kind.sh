@@ -8,14 +8,16 @@
 # (hack/kind-node-image.sh). With the offline image the cluster uses the node's static ptp CNI config
 # (networking.disableDefaultCNI); on a cgroup v1 host the kubelet is told to accept cgroup v1 (failCgroupV1: false).
 #
-# Usage: hack/kind.sh up | down | status | kubeconfig | load-image | load-web | web-images
-#   IMG=<name:tag>          the operator image (default localhost/webserver-operator:0.1.0)
+# Usage: hack/kind.sh up | down | status | kubeconfig | load-image | load-web | web-images | config | registry-hosts
+#   KIND_REGISTRY=<host:port> a registry on this machine (hack/registry.sh) the nodes pull from over HTTP (up, and
+#                           registry-hosts for a running cluster); `config` prints the cluster config up uses
+#   IMG=<name:tag>          the operator image (default localhost/webserver-operator:<the chart appVersion>)
 #   KIND_CLUSTER_NAME=<name> the kind cluster. up, down, status, kubeconfig and load-web: default webserver-operator
 #                           (the project's own, which e2e-kind creates and deletes). load-image (`make kind-load`,
 #                           for your cluster): default your only kind cluster, else the one your kubectl context
 #                           points at (kind-<name>), else webserver-operator if it exists.
 #   KIND=<path>             the kind binary (default: kind from PATH when >= the pinned KIND_VERSION, else the
-#                           project's build; hack/tools.sh pick says which)
+#                           project's build; hack/tools.sh pick says which). load-image takes any kind on PATH.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=versions.env
@@ -58,9 +60,11 @@ load_cluster_name() {
     printf '%s\n' "${KIND_CLUSTER_NAME}"
     return
   fi
-  local kind clusters current
+  local kind clusters=() current line
   kind="$(kind_bin)"
-  mapfile -t clusters < <("${kind}" get clusters 2>/dev/null | grep -v '^No kind clusters found' || true)
+  while IFS= read -r line; do
+    [[ -n "${line}" && "${line}" != "No kind clusters found"* ]] && clusters+=("${line}")
+  done < <("${kind}" get clusters 2>/dev/null || true)
   if ((${#clusters[@]} == 0)); then
     die "no kind cluster exists: create one (\`kind create cluster\`, or \`make kind-up\` for the project's), then run this again"
   fi
@@ -97,6 +101,16 @@ EOF
   if [[ "${image}" != *"${KIND_NODE_IMAGE}" ]]; then
     printf '  disableDefaultCNI: true\n'
   fi
+  # With KIND_REGISTRY, containerd reads per-registry hosts from config_path (kind's default for containerd 2, set here
+  # so that it holds on every node image): registry_hosts writes the one for KIND_REGISTRY there.
+  if [[ -n "${KIND_REGISTRY:-}" ]]; then
+    cat <<'EOF'
+containerdConfigPatches:
+  - |-
+    [plugins."io.containerd.cri.v1.images".registry]
+      config_path = "/etc/containerd/certs.d"
+EOF
+  fi
   if [[ ! -f /sys/fs/cgroup/cgroup.controllers ]]; then
     cat <<'EOF'
 kubeadmConfigPatches:
@@ -122,9 +136,32 @@ cmd_up() {
       --kubeconfig "${KUBECONFIG_PATH}" --wait 180s
   fi
   "${kind}" get kubeconfig --name "${CLUSTER_NAME}" >"${KUBECONFIG_PATH}"
+  if [[ -n "${KIND_REGISTRY:-}" ]]; then registry_hosts; fi
   "${ROOT}/hack/images.sh" operator "${IMG}"
   cmd_load_image
   cmd_load_web
+}
+
+# registry_hosts: let every node pull KIND_REGISTRY (host:port of a registry on this machine, e.g. hack/registry.sh
+# with REGISTRY_ADDRESS=0.0.0.0:5001, named 127.0.0.1:5001 in image references) over plain HTTP at the kind network's
+# gateway, which is this machine seen from the nodes: a hosts.toml under containerd's config_path.
+registry_hosts() {
+  local registry="${KIND_REGISTRY}" port gateway node
+  port="${registry##*:}"
+  [[ "${port}" =~ ^[0-9]+$ ]] || die "KIND_REGISTRY=${registry}: give host:port of the registry (hack/registry.sh address)"
+  if [[ "${ENGINE}" == podman ]]; then
+    gateway="$(podman network inspect kind --format '{{range .Subnets}}{{if .Gateway.To4}}{{.Gateway}}{{end}}{{end}}')"
+  else
+    gateway="$(docker network inspect kind --format '{{range .IPAM.Config}}{{if .Gateway}}{{.Gateway}} {{end}}{{end}}' |
+      tr ' ' '\n' | grep -m 1 -E '^[0-9]+\.' || true)"
+  fi
+  [[ -n "${gateway}" ]] || die "cannot find the IPv4 gateway of the ${ENGINE} network kind: the nodes cannot reach ${registry}"
+  for node in $("$(kind_bin)" get nodes --name "${CLUSTER_NAME}"); do
+    printf 'server = "http://%s"\n\n[host."http://%s:%s"]\n  capabilities = ["pull", "resolve"]\n' \
+      "${registry}" "${gateway}" "${port}" |
+      "${ENGINE}" exec -i "${node}" sh -c "mkdir -p '/etc/containerd/certs.d/${registry}' && cat >'/etc/containerd/certs.d/${registry}/hosts.toml'"
+  done
+  log "nodes of ${CLUSTER_NAME} pull ${registry} from http://${gateway}:${port}"
 }
 
 # load ARCHIVE-OR-IMAGE...: images from the engine's store into the cluster's containerd.
@@ -158,8 +195,8 @@ cmd_load_image() {
 
 cmd_load_web() {
   use_engine
-  local images
-  mapfile -t images < <("${ROOT}/hack/images.sh" web)
+  local images=() line
+  while IFS= read -r line; do images+=("${line}"); done < <("${ROOT}/hack/images.sh" web)
   log "loading the e2e web images into ${CLUSTER_NAME}: ${images[*]}"
   load_images "${images[@]}"
 }
@@ -197,12 +234,27 @@ up) cmd_up ;;
 status) cmd_status ;;
 down) cmd_down ;;
 load-image)
-  use_engine
+  # Loading needs neither a privileged container nor a recent kind: the engine that built the image (`hack/engine.sh
+  # builder`, as `make docker-build` picks it) and any kind on PATH (`kind load docker-image` and `load image-archive`
+  # are in every release); the project's kind is built only when none is on PATH.
+  ENGINE="$("${ROOT}/hack/engine.sh" builder)"
+  export ENGINE
+  [[ "${ENGINE}" == podman ]] && export KIND_EXPERIMENTAL_PROVIDER=podman
+  if [[ -z "${KIND:-}" ]] && command -v kind >/dev/null; then
+    KIND="$(command -v kind)"
+    log "kind: $("${KIND}" version 2>/dev/null | grep -oE 'v[0-9]+\.[0-9]+\.[0-9]+' | head -n 1 || true) from PATH (${KIND}); any version loads images (KIND=<path> picks another)"
+    export KIND
+  fi
   CLUSTER_NAME="$(load_cluster_name)"
   cmd_load_image
   ;;
 load-web) cmd_load_web ;;
 kubeconfig) printf '%s\n' "${KUBECONFIG_PATH}" ;;
+config) cluster_config "${2:-${KIND_NODE_IMAGE}}" ;;
+registry-hosts)
+  use_engine
+  registry_hosts
+  ;;
 web-images) "${ROOT}/hack/images.sh" web-names ;;
-*) die "usage: hack/kind.sh up | down | status | kubeconfig | load-image | load-web | web-images" ;;
+*) die "usage: hack/kind.sh up | down | status | kubeconfig | load-image | load-web | web-images | config [IMAGE] | registry-hosts" ;;
 esac

@@ -16,7 +16,8 @@
 #                                  test), etcd, kwok, control-plane (kube-apiserver,
 #                                  -controller-manager, -scheduler and kubectl), cluster (what hack/cluster.sh runs:
 #                                  control-plane, etcd, kwok), node (control-plane plus the kind node's kubelet,
-#                                  kubeadm, kube-proxy) or all (default: cluster, helm and promtool)
+#                                  kubeadm, kube-proxy), all (default: cluster, helm and promtool), or the release
+#                                  tools crane and syft (on demand only)
 #   hack/tools.sh pick TOOL        print the path of the kubectl, helm or kind to use: the one on PATH when it is at
 #                                  least the minimum version below, else the project's build (which may not be built
 #                                  yet); says on stderr which one and why
@@ -310,6 +311,29 @@ build_kind() {
   mark kind "${KIND_VERSION}"
 }
 
+# has_version TOOL VERSION: built at exactly VERSION (the release tools are outside the cache key, so their stamp
+# holds the version and a bump rebuilds them alone).
+has_version() { [[ -f "${STAMPS}/$1" && "$(cat "${STAMPS}/$1")" == "$2" ]]; }
+
+# crane (go-containerregistry): `crane registry serve` is the local OCI registry (hack/registry.sh) that `make
+# release` can publish to and kind pulls from in the e2e suite; `crane digest` reads what a push stored.
+build_crane() {
+  has_version crane "${CRANE_VERSION}" && return 0
+  log "crane ${CRANE_VERSION}: go install"
+  GOFLAGS="" GOBIN="${BIN}" run_logged crane-build go install -trimpath -ldflags "-s -w" \
+    "github.com/google/go-containerregistry/cmd/crane@${CRANE_VERSION}"
+  mark crane "${CRANE_VERSION}"
+}
+
+# syft (anchore): the image's SBOM that `make release` publishes (SPDX JSON).
+build_syft() {
+  has_version syft "${SYFT_VERSION}" && return 0
+  log "syft ${SYFT_VERSION}: go install"
+  GOFLAGS="" GOBIN="${BIN}" run_logged syft-build go install -trimpath \
+    -ldflags "-s -w -X main.version=${SYFT_VERSION#v}" "github.com/anchore/syft/cmd/syft@${SYFT_VERSION}"
+  mark syft "${SYFT_VERSION}"
+}
+
 need_go() {
   local t hint=""
   for t in "$@"; do
@@ -328,7 +352,7 @@ need_python() {
     die "python3 is not on PATH: install Python >= 3.11 (it reads k8s.io/kubernetes' go.mod), then run this again"
 }
 
-TOOLS="kubectl helm kind promtool prometheus etcd kwok control-plane cluster node all"
+TOOLS="kubectl helm kind promtool prometheus etcd kwok control-plane cluster node all crane syft"
 
 # link_newest TOOL...: in the oldest line, build TOOL in the newest line's cache and link its binaries here.
 link_newest() {
@@ -349,7 +373,7 @@ build_one() {
   local t
   if [[ "${KUBERNETES_LINE}" == oldest ]]; then
     case "$1" in
-    helm | kind | promtool | prometheus | etcd | kwok)
+    helm | kind | promtool | prometheus | etcd | kwok | crane | syft)
       link_newest "$1"
       return
       ;;
@@ -372,6 +396,8 @@ build_one() {
   kubectl) need_python && build_kubectl ;;
   helm) build_helm ;;
   kind) build_kind ;;
+  crane) build_crane ;;
+  syft) build_syft ;;
   promtool) build_promtool ;;
   prometheus) build_prometheus ;;
   etcd) build_etcd ;;
@@ -399,7 +425,7 @@ cmd_build() {
   # Names first, so a typo fails before a long build.
   for t in "$@"; do
     [[ " ${TOOLS} " == *" ${t} "* ]] ||
-      die "unknown tool '${t}': use kubectl, helm, kind, promtool, prometheus, etcd, kwok, control-plane, cluster, node or all"
+      die "unknown tool '${t}': use kubectl, helm, kind, promtool, prometheus, etcd, kwok, control-plane, cluster, node, all, crane or syft"
   done
   need_go "$@"
   ensure_dirs
@@ -425,7 +451,8 @@ at_least() { [[ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n 1)" == "$2" ]
 
 # pick TOOL: sets PICKED (path) and BUILT (1 when it is the project's build).
 pick() {
-  local tool="$1" min found version
+  local tool="$1" min found version var
+  var="$(printf '%s' "${tool}" | tr '[:lower:]' '[:upper:]')" # bash 3.2 (macOS) has no case operators
   case "${tool}" in
   kubectl) min="${KUBECTL_MIN_VERSION}" ;;
   helm) min="${HELM_MIN_VERSION}" ;;
@@ -438,7 +465,7 @@ pick() {
     if [[ -n "${version}" ]] && at_least "${version}" "${min}"; then
       PICKED="${found}"
       BUILT=0
-      log "${tool}: ${version} from PATH (${found}); ${tool^^}=<path> picks another"
+      log "${tool}: ${version} from PATH (${found}); ${var}=<path> picks another"
       return
     fi
     log "${tool}: ${found} is ${version:-of an unknown version}, older than ${min}: using the project's build instead"
@@ -447,7 +474,7 @@ pick() {
   BUILT=1
   local note="built by \`hack/tools.sh build ${tool}\`"
   [[ -x "${PICKED}" ]] && note="already built"
-  log "${tool}: the project's build ${PICKED} (${note}); ${tool^^}=<path> picks another"
+  log "${tool}: the project's build ${PICKED} (${note}); ${var}=<path> picks another"
 }
 
 case "${1:-build}" in

@@ -5,7 +5,8 @@ tests/integration are marked ``integration`` and tests under tests/e2e ``e2e`` a
 containers: they run with CLUSTER=kind (`make e2e-kind`) and are skipped, with that reason, on the other backends.
 With CLUSTER=kind and no usable container engine, the session fails with what to do (hack/engine.sh's message).
 Tests that run a tool built by `make tools` but need no cluster are marked ``tools``: `make test-unit` deselects
-them (a fresh clone has no tools), `make test` runs them.
+them (a fresh clone has no tools), `make test` runs them. Tests that draw a PNG with matplotlib (the ``plots`` extra,
+which `make venv` does not install) are marked ``plots``: `make test-unit` deselects them too.
 """
 
 from __future__ import annotations

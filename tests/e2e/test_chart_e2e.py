@@ -23,7 +23,7 @@ from harness.scrape import scrape
 from tests.e2e.conftest import FULLNAME, Release, helm
 from tests.support.cluster import Cluster, wait_until
 from tests.support.serviceaccounts import service_account_token
-from tests.support.webservers import wait_field, wait_ready
+from tests.support.webservers import wait_deployment, wait_field, wait_ready
 from webserver_operator.kube.client import FIELD_MANAGER
 
 SAMPLE = ROOT / "config" / "samples" / "web_v1_webserver.yaml"
@@ -306,7 +306,11 @@ def test_kind_deleted_operator_pod_is_replaced_and_writes_nothing(
             seen[kind] = ours
         return seen
 
-    time.sleep(3)  # let trailing status updates of the last rollout settle
+    # kube-controller-manager may still be writing the Deployment's status after Ready (on a busy machine, seconds
+    # later), and the operator follows each write with one to the WebServer's status: "before" is read once that
+    # controller is done and the operator has had time for its last status write.
+    wait_deployment(cluster, app_namespace, "webserver-sample")
+    time.sleep(3)
     before = versions()
     (old,) = release.operator_pods()
     cluster.kubectl("delete", "pod", old["metadata"]["name"], "-n", release.namespace, "--wait=true", timeout=120)

@@ -1,7 +1,7 @@
 """The README quickstart's registry path, run as written against the test cluster.
 
 The registry path is the one every cluster can use: after `make docker-build docker-push IMG=...`, the README's `helm
-install ... --set image.repository=... --set image.tag=... --wait`. The build and push need a container engine and a
+install ... --set image.registry=... --set image.tag=... --wait`. The build and push need a container engine and a
 registry (the e2e suite on kind runs the quickstart's kind block); here the placeholders get example values and the
 install command runs verbatim, except for its namespace (a fresh one) and `--take-ownership` (the session's CRD was
 applied outside Helm, which the chart README explains). What a user would then see: the operator Deployment runs
@@ -27,7 +27,7 @@ TAG = "1.2.3"
 @pytest.mark.usefixtures("crd")
 def test_readme_helm_install_with_a_pushed_image(cluster: Cluster) -> None:
     _, commands = quickstart_blocks()
-    (install,) = [c for c in commands if c.startswith("helm install") and "image.repository" in c]
+    (install,) = [c for c in commands if c.startswith("helm install") and "image.registry" in c]
     namespace = f"t-readme-{uuid.uuid4().hex[:6]}"
     text = install.replace("<registry>", REGISTRY).replace("<tag>", TAG).replace("webserver-operator-system", namespace)
     args = shlex.split(text)
@@ -39,7 +39,7 @@ def test_readme_helm_install_with_a_pushed_image(cluster: Cluster) -> None:
     )
     try:
         assert result.returncode == 0, result.stderr
-        assert "no public image" not in result.stdout  # the notes only warn about the local default
+        assert "local image name" not in result.stdout  # the notes only warn about the local default
         deployment = wait_until(
             lambda: cluster.get_or_none("deployment", release, namespace=namespace),
             timeout=30,

@@ -16,7 +16,7 @@ from harness.operator import OperatorProcess
 from harness.paths import HACK
 from tests.support.cluster import Cluster
 from tests.support.factories import webserver
-from tests.support.webservers import wait_field, wait_ready
+from tests.support.webservers import wait_deployment, wait_field, wait_ready
 
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 
@@ -56,7 +56,10 @@ def test_restart_over_converged_webservers_writes_nothing(
         for name, replicas in (("alpha", 1), ("beta", 2), ("gamma", 0)):
             wait_ready(cluster, namespace, name)
             wait_field(cluster, "webserver", name, namespace=namespace, path="status.replicas", expected=replicas)
-        time.sleep(2)  # let trailing Deployment status updates arrive and be reconciled
+            # Ready is not the end of kube-controller-manager's writes (Progressing turns NewReplicaSetAvailable
+            # after it): once it has none left, the first operator has no status write left to make either.
+            wait_deployment(cluster, namespace, name)
+        time.sleep(2)  # let the last Deployment status update be reconciled
     finally:
         assert first.stop() == 0
     writes_before = _audit_writes(cluster, namespace)

@@ -15,7 +15,15 @@ import pytest
 from harness.operator import OperatorProcess
 from tests.support.cluster import Cluster, wait_until
 from tests.support.factories import webserver
-from tests.support.webservers import condition, events_for, free_node_port, wait_condition, wait_field, wait_ready
+from tests.support.webservers import (
+    condition,
+    events_for,
+    free_node_port,
+    wait_condition,
+    wait_deployment,
+    wait_field,
+    wait_ready,
+)
 from webserver_operator.kube.client import FIELD_MANAGER
 
 pytestmark = pytest.mark.usefixtures("operator")
@@ -190,7 +198,9 @@ def test_rollout_restart_and_foreign_metadata_survive(cluster: Cluster, namespac
 
 def test_foreign_deployment_with_the_same_name_is_left_alone(cluster: Cluster, namespace: str) -> None:
     cluster.kubectl("create", "deployment", "web", "-n", namespace, "--image=busybox:1.36", "--replicas=1")
-    before = cluster.get_json("deployment", "web", namespace=namespace)
+    # kube-controller-manager writes this Deployment too (its revision annotation, then status): "before" is the object
+    # once it has acted on it, or its annotation would count as a change the operator made.
+    before = wait_deployment(cluster, namespace, "web", settled=False)
     cluster.apply(webserver("web", replicas=3), namespace=namespace)
     cond = wait_condition(cluster, namespace, "web", status="False", reason="DeploymentConflict")
     assert "already exists" in cond["message"] and "will not modify it" in cond["message"], cond

@@ -31,7 +31,7 @@ def legend(template: str, labels: dict[str, str]) -> str:
 
 def render_panel(title: str, unit: str, lines: Sequence[Line], start: float, out: Path) -> Path:
     """Write ``out``: one line per series of every query, x in seconds since ``start``; NaN points are gaps."""
-    import matplotlib  # noqa: PLC0415 - a dev dependency, loaded only when a panel is drawn
+    import matplotlib  # noqa: PLC0415 - the `plots` extra (make monitoring-panels), loaded only when a panel is drawn
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415

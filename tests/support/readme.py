@@ -37,6 +37,17 @@ def sh_blocks(text: str) -> list[list[str]]:
     return blocks
 
 
+def first_screen_blocks(text: str | None = None) -> tuple[list[str], list[str]]:
+    """The two blocks before the first section: install a release and reach the sample's page; the contributor's
+    `make demo` and `make test`."""
+    text = README.read_text() if text is None else text
+    blocks = sh_blocks(text[: text.index("\n## ")])
+    assert len(blocks) == 2, (
+        f"the first screen should have an install block and a contributor block, found {len(blocks)}"
+    )
+    return blocks[0], blocks[1]
+
+
 def quickstart_blocks() -> tuple[list[str], list[str]]:
     """The quickstart's two blocks: on kind (image loaded into the nodes), and through a registry."""
     blocks = sh_blocks(section("Quickstart: on your cluster"))

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from webserver_operator import __version__
 from webserver_operator.cli import main
 
 
@@ -25,7 +26,7 @@ def test_manifests_command_writes_what_is_committed(tmp_path: Path, capsys: pyte
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["version"]) == 0
-    assert capsys.readouterr().out.strip() == "webserver-operator 0.1.0"
+    assert capsys.readouterr().out.strip() == f"webserver-operator {__version__}"
 
 
 def test_run_help_shows_every_flag_with_its_default(capsys: pytest.CaptureFixture[str]) -> None:

@@ -153,9 +153,9 @@ class ControllerSettings(_Section):
 
     workers: int = Field(default=4, ge=1, le=64, description="WebServers reconciled concurrently.")
     event_loop: EventLoopChoice = Field(
-        default="auto",
-        description="Event loop: uvloop (libuv; less CPU per request), asyncio (the standard library's), or auto: "
-        "uvloop when the uvloop package is installed, else asyncio.",
+        default="asyncio",
+        description="Event loop: asyncio (the standard library's; the default: uvloop measured no faster end to end, "
+        "bench/README.md), uvloop (libuv), or auto: uvloop when the uvloop package is installed, else asyncio.",
     )
     resync_period: float = Field(
         default=36000.0, ge=60, description="Seconds between full resyncs (a safety net; changes are event-driven)."

@@ -4,8 +4,9 @@ Why: ``import kubernetes_asyncio.client`` runs the package's ``__init__``, which
 model (about 850 modules, some 33 MB resident and seconds of start-up on a small node), and
 ``kubernetes_asyncio/__init__`` adds the dynamic client, streams and watch helpers. The operator uses
 ``Configuration`` (host, credentials, the token refresh hook) and the kubeconfig / in-cluster loaders
-(``kube.config``). It never deserialises into models and talks HTTP through its own aiohttp session
-(``kube.client``), so it does not use ``ApiClient`` either.
+(``kube.config``). It never deserialises into models and has no aiohttp client session: ``kube.client`` talks HTTP/1.1
+through its own connection pool (``kube.transport.connection``, ``kube.transport.http1``), so it does not use
+``ApiClient`` either.
 
 How: before the first import, the packages ``kubernetes_asyncio``, ``kubernetes_asyncio.client`` and
 ``kubernetes_asyncio.client.models`` are registered as empty package modules pointing at the library's own

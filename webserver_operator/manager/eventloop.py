@@ -1,7 +1,11 @@
-"""Which event loop runs the operator: uvloop when it is installed (``--event-loop=auto``), or the one asked for.
+"""Which event loop runs the operator: the standard library's by default, uvloop on request.
 
-Why: the operator's work is requests and watch events; uvloop (libuv underneath) does the socket, TLS-transport and
-scheduling work of the loop in C, where the standard library's selector loop runs it in Python. uvloop ships as
+Why the default is asyncio: the operator's work is requests and watch events, and uvloop (libuv underneath) does the
+socket, TLS-transport and scheduling work of the loop in C, where the standard library's selector loop runs it in
+Python; but since the operator has its own HTTP/1.1 connection pool (``kube.transport.connection``), uvloop measured no
+less CPU end to end (issue 33's A/B in bench/README.md: equal within the runs' spread in the benchmark, 9% more CPU per
+request in ``bench.request_cost``), so a dependency that does not pay is not the default. ``auto`` (uvloop when
+installed) and ``uvloop`` stay for whoever measures otherwise on their own nodes. uvloop ships as
 wheels for Linux and macOS on CPython; where it is missing (another platform, a source build that failed), ``auto``
 falls back to the standard library's loop and says so, and ``asyncio`` chooses that loop on purpose (to rule the loop
 out when debugging, or to measure one against the other). ``uvloop`` insists: without the package the operator stops

@@ -57,12 +57,28 @@ app.kubernetes.io/part-of: webserver-operator
 {{- end }}
 {{- end }}
 
-{{/* The operator image: repository@digest when a digest is given, else repository:tag (default appVersion). */}}
+{{/* The operator image's name: global.imageRegistry (else image.registry) + "/" + image.repository, unless the
+repository already starts with a registry host (its first component holds a dot or a port, or is localhost), as
+Docker reads a name; then the repository alone. */}}
+{{- define "webserver-operator.imageName" -}}
+{{- $registry := .Values.image.registry | default "" }}
+{{- with .Values.global }}{{ with .imageRegistry }}{{ $registry = . }}{{ end }}{{ end }}
+{{- $repository := .Values.image.repository }}
+{{- $first := first (splitList "/" $repository) }}
+{{- $hasHost := and (contains "/" $repository) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) }}
+{{- if or $hasHost (not $registry) }}
+{{- $repository }}
+{{- else }}
+{{- printf "%s/%s" (trimSuffix "/" $registry) $repository }}
+{{- end }}
+{{- end }}
+
+{{/* The operator image: name@digest when a digest is given, else name:tag (default appVersion). */}}
 {{- define "webserver-operator.image" -}}
 {{- if .Values.image.digest }}
-{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- printf "%s@%s" (include "webserver-operator.imageName" .) .Values.image.digest }}
 {{- else }}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- printf "%s:%s" (include "webserver-operator.imageName" .) (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
 {{- end }}
 

@@ -3,6 +3,8 @@
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bench import sharded_charts, sharded_report
 
 
@@ -118,6 +120,7 @@ def test_markdown_has_a_table_per_configuration_and_names_failures() -> None:
     assert "image: not converged within 800 s" in text
 
 
+@pytest.mark.plots
 def test_chart_is_written_when_there_are_replica_figures(tmp_path: Path) -> None:
     png = sharded_charts.render(results(), tmp_path / "x.png")
     assert png == tmp_path / "x.png"

@@ -66,6 +66,7 @@ def test_the_table_title_names_a_loop_other_than_the_default() -> None:
     assert "--event-loop" not in default
 
 
+@pytest.mark.plots  # the report redraws the charts
 def test_report_redraws_from_a_path_relative_to_the_current_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -222,6 +222,34 @@ def test_values_reach_the_pod() -> None:
     assert all(d["metadata"]["labels"]["example.com/owner"] == "me" for d in docs)
 
 
+@pytest.mark.parametrize(
+    ("settings", "image"),
+    [
+        ([], "localhost/webserver-operator:{v}"),
+        (["image.registry=ghcr.io/example"], "ghcr.io/example/webserver-operator:{v}"),
+        (
+            ["image.registry=ghcr.io/example", "global.imageRegistry=mirror.internal:5000"],
+            "mirror.internal:5000/webserver-operator:{v}",
+        ),
+        (["global.imageRegistry=mirror.internal"], "mirror.internal/webserver-operator:{v}"),
+        (["image.registry="], "webserver-operator:{v}"),
+        # A repository that names its registry (the way the README told users to set it before image.registry).
+        (["image.repository=registry.example/team/op"], "registry.example/team/op:{v}"),
+        (["image.repository=localhost:5000/op", "global.imageRegistry=mirror.internal"], "localhost:5000/op:{v}"),
+        (["image.repository=team/op", "image.registry=registry.example"], "registry.example/team/op:{v}"),
+    ],
+)
+def test_image_registry_and_the_global_registry(settings: list[str], image: str) -> None:
+    manager = manager_of(render(*[arg for s in settings for arg in ("--set", s)]))
+    assert manager["image"] == image.format(v=__version__)
+
+
+@pytest.mark.parametrize("setting", ["image.registry=https://ghcr.io", "global.imageRegistry=ghcr.io/Example"])
+def test_schema_rejects_a_registry_that_is_no_image_name_prefix(setting: str) -> None:
+    result = helm_template("--set", setting, check=False)
+    assert result.returncode != 0, f"{setting} was accepted"
+
+
 def test_image_digest_wins_over_tag() -> None:
     digest = "sha256:" + "0123456789abcdef" * 4
     manager = manager_of(render("--set", f"image.tag=ignored,image.digest={digest}"))
@@ -320,7 +348,7 @@ def test_rbac_can_be_left_to_the_user() -> None:
     "setting",
     [
         "unknownKey=1",
-        "image.registry=docker.io",
+        "image.host=docker.io",
         "crds.install=true",
         "leaderElection.namespace=x",
         "metrics.serviceMonitor.relabelings=x",
@@ -534,5 +562,9 @@ def test_dockerfile_and_chart_agree() -> None:
     assert f"ARG VERSION={__version__}" in dockerfile
     kustomize = yaml.safe_load((ROOT / "config" / "manager" / "kustomization.yaml").read_text())
     assert kustomize["images"] == [
-        {"name": "controller", "newName": values["image"]["repository"], "newTag": __version__}
+        {
+            "name": "controller",
+            "newName": f"{values['image']['registry']}/{values['image']['repository']}",
+            "newTag": __version__,
+        }
     ]

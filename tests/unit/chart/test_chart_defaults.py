@@ -146,13 +146,15 @@ def test_default_image_is_a_local_name_and_the_notes_say_so() -> None:
     assert manager["image"] == f"localhost/webserver-operator:{__version__}"
     cmd = [str(helm_binary()), "install", RELEASE, str(CHART), "--namespace", NAMESPACE, "--dry-run=client"]
     notes = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True).stdout.split("NOTES:", 1)[1]
-    assert "no public image is published yet" in notes
+    assert "This is a local image name" in notes
+    assert "kubectl -n default port-forward service/web 8080:8080" in notes
+    assert "jsonpath='{.status.nodePort}'" in notes
     own = subprocess.run(
-        [*cmd, "--set", "image.repository=registry.example/team/webserver-operator,image.tag=1.2.3"],
+        [*cmd, "--set", "image.registry=registry.example/team,image.tag=1.2.3"],
         capture_output=True,
         text=True,
         timeout=60,
         check=True,
     ).stdout.split("NOTES:", 1)[1]
     assert "registry.example/team/webserver-operator:1.2.3" in own
-    assert "no public image" not in own
+    assert "local image name" not in own

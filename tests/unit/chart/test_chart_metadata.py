@@ -46,7 +46,11 @@ def test_images_name_the_image_the_chart_deploys_by_default() -> None:
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     (image,) = _listed("images")
-    assert image["image"] == f"{values['image']['repository']}:{chart['appVersion']}"
+    name = f"{values['image']['registry']}/{values['image']['repository']}"
+    # A released chart names its image by digest (`make release`), an unreleased one the local name and appVersion.
+    expected = f"{name}@{values['image']['digest']}" if values["image"]["digest"] else f"{name}:{chart['appVersion']}"
+    assert image["image"] == expected
+    assert image.get("whitelisted", False) is (values["image"]["registry"] == "localhost")
 
 
 def test_crds_examples_are_the_sample_and_name_a_declared_crd() -> None:

@@ -10,10 +10,11 @@ tests/integration/test_readme_helm.py; here is what can be checked without a clu
 from __future__ import annotations
 
 import re
+import shlex
 
 import yaml
 
-from tests.support.readme import README, quickstart_blocks, section, sh_blocks
+from tests.support.readme import README, first_screen_blocks, quickstart_blocks, section, sh_blocks
 from webserver_operator.metrics import REGISTRY
 
 ROOT = README.parent
@@ -24,11 +25,43 @@ def _anchor(heading: str) -> str:
     return re.sub(r"[^a-z0-9 -]", "", heading.lower()).replace(" ", "-")
 
 
-def test_the_first_commands_are_make_demo_then_make_test() -> None:
+def test_the_first_screen_installs_a_release_then_reaches_the_page() -> None:
+    """What it is, then a release installed from an OCI registry (registry and version as variables), the sample
+    applied, waited for with a timeout, and its page reached through `kubectl port-forward` (the NodePort second)."""
     text = README.read_text()
-    first_block = sh_blocks(text)[0]
-    assert [command.split()[:2] for command in first_block] == [["make", "demo"], ["make", "test"]]
-    assert text.index("```sh") < text.index("\n## "), "the two commands come before the first section"
+    install, _ = first_screen_blocks(text)
+    assert [c.split("=", 1)[0] for c in install[:2]] == ["REGISTRY", "VERSION"], install
+    assert re.fullmatch(r"VERSION=\d+\.\d+\.\d+", install[1]), install[1]
+    helm = shlex.split(install[2])
+    assert helm[:4] == ["helm", "install", "webserver-operator", "oci://$REGISTRY/charts/webserver-operator"], helm
+    assert helm[helm.index("--version") + 1] == "$VERSION"
+    assert "--wait" in helm and "--timeout" in helm
+    (sample_path,) = [c.split()[-1] for c in install if c.startswith("kubectl apply -f")]
+    sample = yaml.safe_load((ROOT / sample_path).read_text())
+    name, port = sample["metadata"]["name"], sample["spec"]["port"]
+    assert re.fullmatch(rf"kubectl wait --for=condition=Ready webserver/{name} --timeout=\d+m", install[4]), install
+    assert install[5] == f"kubectl port-forward service/{name} {port}:{port} &"
+    assert install[6].startswith("curl ") and install[6].endswith(f"http://localhost:{port}/")
+    first_screen = text[: text.index("\n## ")]
+    assert first_screen.index("port-forward") < first_screen.index(".status.nodePort"), "port-forward first"
+
+
+def test_the_first_screen_sample_passes_restricted_pod_security() -> None:
+    install, _ = first_screen_blocks()
+    (sample_path,) = [c.split()[-1] for c in install if c.startswith("kubectl apply -f")]
+    assert sample_path == "config/samples/web_v1_webserver_unprivileged.yaml"
+    spec = yaml.safe_load((ROOT / sample_path).read_text())["spec"]
+    context = spec["securityContext"]
+    assert context["runAsNonRoot"] is True and context["allowPrivilegeEscalation"] is False
+    assert context["capabilities"]["drop"] == ["ALL"] and context["seccompProfile"]["type"] == "RuntimeDefault"
+    assert spec["port"] >= 1024, "a non-root server cannot bind a port below 1024 without a capability"
+
+
+def test_the_contributor_commands_are_make_demo_then_make_test_after_the_install() -> None:
+    text = README.read_text()
+    install, contributor = first_screen_blocks(text)
+    assert [command.split()[:2] for command in contributor] == [["make", "demo"], ["make", "test"]]
+    assert sh_blocks(text)[:2] == [install, contributor]
 
 
 def test_the_quickstart_installs_applies_and_waits_with_a_timeout() -> None:

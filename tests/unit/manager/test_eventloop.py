@@ -59,7 +59,7 @@ def test_uvloop_required_and_installed() -> None:
 
 def test_setting_from_flag_and_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     parse = build_parser().parse_args
-    assert load_settings(parse(["run"])).controller.event_loop == "auto"
+    assert load_settings(parse(["run"])).controller.event_loop == "asyncio"  # the default (issue 33's A/B)
     monkeypatch.setenv("WEBSERVER_OPERATOR_EVENT_LOOP", "asyncio")
     assert load_settings(parse(["run"])).controller.event_loop == "asyncio"
     assert load_settings(parse(["run", "--event-loop", "uvloop"])).controller.event_loop == "uvloop"

@@ -40,14 +40,15 @@ def test_changelog_has_upgrade_notes_for_the_unreleased_changes_and_the_baseline
     changelog = (ROOT / "CHANGELOG.md").read_text()
     sections = re.split(r"^## ", changelog, flags=re.MULTILINE)
     assert sections[1].startswith("[Unreleased]"), "the newest section must be [Unreleased]"
-    assert sections[2].startswith("[0.1.0]"), "the 0.1.0 baseline follows"
-    for section in sections[1:3]:
+    # Then the releases, newest first (`make release` turns [Unreleased] into [x.y.z]), down to the 0.1.0 baseline.
+    (baseline,) = [i for i, s in enumerate(sections) if s.startswith("[0.1.0]")]
+    for section in sections[1 : baseline + 1]:
         assert "### Upgrade notes" in section
         assert "#### Pod template changes" in section, "tests/integration/test_upgrade.py reads these"
     # Every chart default that changed has its note: in the baseline, and since then.
     for changed in ("image.repository", "runAsUser", "nodeSelector", "aggregateClusterRoles", "honorLabels"):
-        assert changed in sections[2], changed
-    assert "leaderElection.leaseDuration" in sections[1]
+        assert changed in sections[baseline], changed
+    assert "leaderElection.leaseDuration" in "".join(sections[1:baseline])
     # The baseline named in the changelog is the one the upgrade test runs.
     test = (ROOT / "tests" / "integration" / "test_upgrade.py").read_text()
     (ref,) = re.findall(r'^BASELINE_REF = "([0-9a-f]{40})"$', test, flags=re.MULTILINE)
@@ -65,11 +66,13 @@ def test_one_local_default_image_everywhere() -> None:
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     kustomization = yaml.safe_load((ROOT / "config" / "manager" / "kustomization.yaml").read_text())
     (image,) = kustomization["images"]
-    chart_default = f"{values['image']['repository']}:{chart['appVersion']}"
+    chart_default = f"{values['image']['registry']}/{values['image']['repository']}:{chart['appVersion']}"
     assert _makefile_img() == chart_default == f"{image['newName']}:{image['newTag']}"
     assert chart["appVersion"] == __version__
-    # A local name: `localhost/` is no registry anybody can pull from.
-    assert values["image"]["repository"].startswith("localhost/")
+    # A local name: `localhost` is no registry anybody can pull from (a release pins its registry and digest in the
+    # chart it publishes, not in this one: docs/releasing.md).
+    assert values["image"]["registry"] == "localhost"
+    assert values["image"]["digest"] == ""
 
 
 def test_nothing_user_facing_names_a_public_image() -> None:
@@ -87,7 +90,7 @@ def test_readme_helm_commands_never_rely_on_a_published_image() -> None:
         assert len(installs) == 1, commands
         (index,) = installs
         command = commands[index]
-        sets_image = "--set image.repository=" in command and "--set image.tag=" in command
+        sets_image = "--set image.registry=" in command and "--set image.tag=" in command
         loaded_before = any("kind-load" in c for c in commands[:index])
         pushed_before = any("docker-push" in c for c in commands[:index])
         assert sets_image or loaded_before, command

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
+import yaml
 
 from harness.paths import ROOT
 
@@ -323,6 +324,20 @@ def test_kind_load_loads_into_the_only_kind_cluster_without_building(machine: Ma
     assert not [line for line in machine.recorded("podman") if line.startswith("podman build")]
 
 
+def test_kind_load_uses_an_older_kind_from_path_and_builds_none(machine: Machine) -> None:
+    """`kind load` works with any kind: an older one on PATH is used, not replaced by a Go build (issue 33)."""
+    env = _kind_machine(machine, ["dev"])
+    machine.fake(
+        "kind", 'case "$1" in\nversion) echo "kind v0.20.0 go1.20.4 linux/amd64" ;;\nget) echo dev ;;\nesac\nexit 0\n'
+    )
+    machine.fake_go()
+    result = machine.run(str(HACK / "kind.sh"), "load-image", **env)
+    assert result.returncode == 0, result.stderr
+    assert _loaded_into(machine) == ["dev"]
+    assert "kind: v0.20.0 from PATH" in result.stderr
+    assert _built_packages(machine) == ""
+
+
 def test_kind_load_follows_the_kubectl_context_among_several_clusters(machine: Machine) -> None:
     env = _kind_machine(machine, ["a", "b"])
     machine.fake("kubectl", '[[ "$1 $2" == "config current-context" ]] && echo kind-b\nexit 0\n')
@@ -348,3 +363,41 @@ def test_kind_load_without_the_image_says_to_build_it(machine: Machine) -> None:
     assert result.returncode != 0
     assert "is not in podman's images: build it first (`make docker-build kind-load`" in result.stderr
     assert _loaded_into(machine) == []
+
+
+# -- kind: pulling from a registry on this machine (hack/registry.sh)
+
+
+def test_kind_config_points_containerd_at_hosts_files_only_with_a_registry(machine: Machine) -> None:
+    plain = machine.run(str(HACK / "kind.sh"), "config")
+    assert plain.returncode == 0, plain.stderr
+    assert "containerdConfigPatches" not in plain.stdout
+    with_registry = machine.run(str(HACK / "kind.sh"), "config", KIND_REGISTRY="127.0.0.1:5001")
+    config = yaml.safe_load(with_registry.stdout)
+    (patch,) = config["containerdConfigPatches"]
+    assert '[plugins."io.containerd.cri.v1.images".registry]' in patch
+    assert 'config_path = "/etc/containerd/certs.d"' in patch
+
+
+def test_registry_hosts_lets_every_node_pull_the_local_registry_over_http(machine: Machine) -> None:
+    machine.fake("kind", 'case "$1 $2" in\n"get nodes") printf "c-control-plane\\nc-worker\\n" ;;\nesac\nexit 0\n')
+    hosts = machine.root / "hosts"
+    machine.fake(
+        "podman",
+        f"""case "$1" in
+network) echo 10.89.0.1 ;;
+exec) cat >>"{hosts}"; echo "node=$3 path=${{@: -1}}" >>"{hosts}" ;;
+esac
+exit 0
+""",
+    )
+    result = machine.run(
+        str(HACK / "kind.sh"), "registry-hosts", ENGINE="podman", KIND=str(machine.bin / "kind"),
+        KIND_CLUSTER_NAME="c", KIND_REGISTRY="127.0.0.1:5001",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    written = hosts.read_text()
+    entry = 'server = "http://127.0.0.1:5001"\n\n[host."http://10.89.0.1:5001"]\n  capabilities = ["pull", "resolve"]\n'
+    assert written.count(entry) == 2, written
+    assert "node=c-control-plane" in written and "node=c-worker" in written
+    assert written.count("/etc/containerd/certs.d/127.0.0.1:5001/hosts.toml") == 2

@@ -1,6 +1,7 @@
 """List+watch one resource into a ``Store`` and report every change: client-go's reflector + shared informer.
 
-Why each piece (watch streams die silently in practice, and kubernetes-asyncio's ``Watch`` gets several of these wrong):
+Why each piece (watch streams die silently in practice, and kubernetes-asyncio's ``Watch`` leaves most of these to
+its caller):
 
 * **List, paginated** (``limit`` + ``continue``). The list is a consistent read (no ``resourceVersion``), so a relist
   never travels back in time. If a continue token expires (410) the list starts over; a half list is never applied.
@@ -11,7 +12,8 @@ Why each piece (watch streams die silently in practice, and kubernetes-asyncio's
   ``metadata.resourceVersion``: they move the resume point and touch nothing else.
 * **Normal end of a watch** (the server's timeout): re-watch from the last resourceVersion; no relist.
 * **410 Gone** (HTTP status or an ERROR event carrying a Status with code 410): the resume point fell out of the
-  server's window -> relist. Re-watching with the same stale resourceVersion (what kubernetes-asyncio does) loops.
+  server's window -> relist at once. Re-watching with the same stale resourceVersion cannot succeed (kubernetes-asyncio
+  36.1's ``Watch`` tries that once, then raises the 410 for its caller to relist).
 * **Transport errors, 429, 5xx**: capped exponential backoff with jitter, then re-watch from the last resourceVersion.
 * **403 / 404**: missing RBAC or CRD. Log what to fix, retry slowly, never crash. ``synced`` stays unset until a list
   succeeds so readiness reports the problem.

@@ -8,10 +8,13 @@ whether it may claim come from ``runtime.leases.record`` (pure); the timings fro
 validator is the one place the timing rules are checked. Created by ``manager.operator``; its ``hold()`` ending is what
 stops the work the Lease covers.
 
-Why our own loop instead of ``kubernetes_asyncio.leaderelection``: that one cannot release the Lease on shutdown (a
-standby then waits a full lease duration), compares the remote ``renewTime`` with local wall time (clock skew between
-nodes decides who leads), and can keep the leading task alive after an exception. A deposed holder that keeps
-writing is the one failure a Lease exists to prevent, so every rule below is about that.
+Why our own loop instead of ``kubernetes_asyncio.leaderelection`` (36.1): that one cannot release the Lease on
+shutdown (a standby then waits a full lease duration), and keeps the leading task alive when its renew loop raises
+(the task is cancelled only after a clean return). It does measure expiry from when it saw a record change, as
+client-go does, not from the remote ``renewTime``, so clock skew between nodes does not decide who leads; but it
+measures on the wall clock (``time.time()``), which NTP may step, and nothing stops the deposed holder's writes: its
+renew loop gives up only after ``renew_deadline`` of failures, and the leading task's writes are not gated. A deposed
+holder that keeps writing is the one failure a Lease exists to prevent, so every rule below is about that.
 
 Rules, and why each exists:
 

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# A local OCI registry for releases and the e2e suite: go-containerregistry's `crane registry serve`, built from Go
+# modules into the tools cache (hack/tools.sh build crane), run as a background process of this machine.
+#
+# Why crane's and not distribution's `registry`: one `go install` of a module the release needs anyway (`crane digest`
+# reads what a push stored), no configuration file, and it serves both what `make release` pushes: the image and the
+# chart (an OCI artifact, `helm push`). Blobs are kept on disk under the state folder; manifests live in the
+# process, so `down` forgets what was pushed (the registry is for a session, not a store).
+#
+# Plain HTTP: push with docker (localhost is insecure by default), podman --tls-verify=false and helm --plain-http;
+# hack/images.sh and hack/release.sh do so for a registry on localhost or 127.0.0.1.
+#
+# Usage: hack/registry.sh up | down | address
+#   REGISTRY_NAME=<name>      which registry (state folder, default webserver-operator); one process per name
+#   REGISTRY_ADDRESS=<h:port> where it listens (default 127.0.0.1:5001; 0.0.0.0:<port> for kind nodes to reach it)
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+LOG_PREFIX=registry
+# shellcheck source=lib.sh
+source "${ROOT}/hack/lib.sh"
+
+NAME="${REGISTRY_NAME:-webserver-operator}"
+ADDRESS="${REGISTRY_ADDRESS:-127.0.0.1:5001}"
+STATE="${XDG_CACHE_HOME:-${HOME}/.cache}/webserver-operator/registry/${NAME}"
+PIDFILE="${STATE}/pid"
+
+# address: host:port clients push to (0.0.0.0 is reached as 127.0.0.1 from this machine).
+address() {
+  local a
+  a="$(cat "${STATE}/address" 2>/dev/null || printf '%s' "${ADDRESS}")"
+  printf '%s\n' "${a/#0.0.0.0:/127.0.0.1:}"
+}
+
+running() { [[ -f "${PIDFILE}" ]] && kill -0 "$(cat "${PIDFILE}")" 2>/dev/null; }
+
+answers() { curl -fsS -o /dev/null --max-time 2 "http://$(address)/v2/" 2>/dev/null; }
+
+cmd_up() {
+  if running && answers; then
+    address
+    return 0
+  fi
+  local crane
+  crane="$("${ROOT}/hack/tools.sh" bindir)/crane"
+  [[ -x "${crane}" ]] || "${ROOT}/hack/tools.sh" build crane >&2
+  mkdir -p "${STATE}/blobs"
+  printf '%s\n' "${ADDRESS}" >"${STATE}/address"
+  nohup "${crane}" registry serve --address "${ADDRESS}" --disk "${STATE}/blobs" >"${STATE}/registry.log" 2>&1 &
+  echo $! >"${PIDFILE}"
+  local i
+  for ((i = 0; i < 100; i++)); do
+    answers && break
+    running || die "crane registry serve exited: $(tail -n 5 "${STATE}/registry.log") (is ${ADDRESS} in use? REGISTRY_ADDRESS=<host:port> picks another)"
+    sleep 0.1
+  done
+  answers || die "the registry on ${ADDRESS} does not answer /v2/ after 10 s; log: ${STATE}/registry.log"
+  log "registry ${NAME} serves on ${ADDRESS} (pid $(cat "${PIDFILE}"), log ${STATE}/registry.log)"
+  address
+}
+
+cmd_down() {
+  if running; then
+    kill "$(cat "${PIDFILE}")"
+    log "stopped registry ${NAME} (pid $(cat "${PIDFILE}"))"
+  fi
+  rm -rf "${STATE}"
+}
+
+case "${1:-}" in
+up) cmd_up ;;
+down) cmd_down ;;
+address) address ;;
+*) die "usage: hack/registry.sh up | down | address" ;;
+esac
