@@ -53,7 +53,14 @@ from webserver_operator.core.vocabulary import (
     api_group,
     controller_of,
 )
-from webserver_operator.desired import child_name, desired_deployment, desired_service, orphan_of
+from webserver_operator.desired import (
+    TEMPLATE_REVISION,
+    child_name,
+    desired_deployment,
+    desired_service,
+    orphan_of,
+    template_revision_of,
+)
 from webserver_operator.kube.client import FIELD_MANAGER
 from webserver_operator.kube.errors import ApiError, Conflict, NotFound, TransportError
 from webserver_operator.reconcile.events import EventRecorder
@@ -61,6 +68,7 @@ from webserver_operator.reconcile.fights import FightLog, last_writer
 from webserver_operator.reconcile.owned import merge_owned_deployment, merge_owned_service, selector_mismatch
 from webserver_operator.reconcile.problems import GARBAGE_COLLECTION, GC_PATIENCE, Problem, from_api_error
 from webserver_operator.reconcile.recreates import RecentCreates
+from webserver_operator.reconcile.revisions import RevisionCounts, pending_message, revision_for, upgrade_requested
 from webserver_operator.reconcile.status import (
     PROGRESS_DETAIL_INTERVAL,
     Observation,
@@ -148,6 +156,8 @@ class WebServerReconciler:
         #: WebServers (key: the cached uid) whose quick re-create found the owner gone or replaced on the API server:
         #: until a check passes, their children are not created again before the owner is read (``_confirm_owner``).
         self._owner_behind: dict[ObjectKey, str] = {}
+        #: The template revision each WebServer's Deployment is at: the per-revision gauge.
+        self._revisions = RevisionCounts()
         self._deployment = _Child(
             DEPLOYMENTS, caches.deployments, desired_deployment, merge_owned_deployment, immutable_selector=True
         )
@@ -176,6 +186,7 @@ class WebServerReconciler:
             self._status_put_at.pop(key, None)
             self._status_current.pop(key, None)
             self._children_clean.pop(key, None)
+            self._revisions.forget(key)
             # The children are named like the WebServer (``desired.child_name``).
             self.own_writes.forget(*key, kinds=(WEBSERVERS.kind, DEPLOYMENTS.kind, SERVICES.kind))
             return Result()
@@ -185,12 +196,17 @@ class WebServerReconciler:
             return await self._refuse(obj, invalid_spec(err))
         seen = self._children_current(key, ws)
         if seen is None:
-            desired = {child: child.desired(ws) for child in (self._deployment, self._service)}
+            revision = revision_for(ws, self._deployment.cache.get((ws.namespace, child_name(ws))))
+            desired = {
+                self._deployment: desired_deployment(ws, revision),
+                self._service: desired_service(ws),
+            }
             beyond = self._beyond_pod_security(desired[self._deployment])
             if beyond:
                 self._children_clean.pop(key, None)
                 return await self._refuse(obj, beyond_baseline(beyond))
             seen = await self._sync_children(ws, desired)
+            await self._template_revision(ws, revision, seen)
         held = await self._write_status(obj, seen, parsed=ws)
         return self._next_look(key, seen.problem, held=held)
 
@@ -211,9 +227,27 @@ class WebServerReconciler:
             return None
         if clean != (ws.uid, ws.generation, _resource_version(deployment), _resource_version(service)):
             return None
+        if upgrade_requested(ws) and template_revision_of(deployment) < TEMPLATE_REVISION:
+            return None  # annotated since (metadata only: the generation did not move)
         return Observation(deployment=deployment, service=service)
 
     # -- children ---------------------------------------------------------------------------------------------------
+
+    async def _template_revision(self, ws: WebServer, revision: int, seen: Observation) -> None:
+        """Count the WebServer at the revision its Deployment is at; say once how to move one left behind."""
+        key = (ws.namespace, ws.name)
+        if seen.deployment is None:
+            self._revisions.forget(key)
+            return
+        self._revisions.set(key, template_revision_of(seen.deployment))
+        if revision < TEMPLATE_REVISION:
+            await self._recorder.emit(
+                _involved(ws),
+                type_="Normal",
+                reason="TemplateUpgradePending",
+                message=pending_message(ws, revision),
+                once_key=f"TemplateUpgradePending/{revision}",
+            )
 
     def _beyond_pod_security(self, deployment: KubeObject) -> list[str]:
         """What the desired pod template has beyond the allowed Pod Security level (nothing at ``privileged``)."""

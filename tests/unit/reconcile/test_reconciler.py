@@ -17,12 +17,12 @@ import pytest
 from tests.support import factories
 from tests.support.fake_api import FakeApi, status_error
 from webserver_operator import metrics
-from webserver_operator.api.models import WEBSERVERS
+from webserver_operator.api.models import WEBSERVERS, WebServer
 from webserver_operator.core.jsondiff import compare
 from webserver_operator.core.podsecurity import PodSecurityLevel
 from webserver_operator.core.resources import DEPLOYMENTS, EVENTS, SERVICES
 from webserver_operator.core.vocabulary import KubeObject, KubeObjects, ObjectKey
-from webserver_operator.desired import child_labels
+from webserver_operator.desired import child_labels, desired_deployment
 from webserver_operator.kube.errors import Conflict, ServerError
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.reconciler import Caches, WebServerReconciler
@@ -1183,3 +1183,98 @@ async def test_a_webserver_cache_two_status_writes_behind_never_hides_what_the_s
     deployment_reports(api, settled)
     await rec.reconcile(KEY)
     assert (ready(api)["status"], ready(api)["message"]) == ("True", "1/1 pods available.")
+
+
+# --- template revisions (docs/upgrades.md) -------------------------------------------------------------------------
+
+
+def left_at_revision_1(api: FakeApi) -> None:
+    """What an operator of 0.1.0 left: a Deployment rendered at revision 1, with its status caught up."""
+    ws = api.get(WS_PATH)
+    assert ws is not None
+    deployment = desired_deployment(WebServer.model_validate(ws), 1)
+    deployment["status"] = {"observedGeneration": 1, "replicas": 2, "readyReplicas": 2, "availableReplicas": 2}
+    deployment["metadata"]["generation"] = 1
+    api.put(DEPLOYMENTS.path(namespace=NS), deployment)
+
+
+def revision(api: FakeApi) -> str | None:
+    deployment = api.get(DEP_PATH)
+    assert deployment is not None
+    return (deployment["metadata"].get("annotations") or {}).get("webserver-operator.dev/template-revision")
+
+
+async def test_a_new_webserver_is_rendered_at_the_newest_revision() -> None:
+    api = with_world()
+    await reconciler(api).reconcile(KEY)
+    assert revision(api) == "2"
+    deployment = api.get(DEP_PATH)
+    assert deployment is not None
+    assert "readinessProbe" in deployment["spec"]["template"]["spec"]["containers"][0]
+
+
+async def test_a_deployment_at_revision_1_is_not_rewritten_by_the_new_operator_and_says_how_to_move() -> None:
+    api = with_world()
+    left_at_revision_1(api)
+    before = copy.deepcopy(api.get(DEP_PATH))
+    rec = reconciler(api)
+    await rec.reconcile(KEY)
+    await rec.reconcile(KEY)
+    assert api.get(DEP_PATH) == before
+    assert [m for m in messages(api) if m[1] == "TemplateUpgradePending"] == [
+        (
+            "Normal",
+            "TemplateUpgradePending",
+            f"Deployment {NAME} keeps pod template revision 1 (newest: 2), so upgrading the operator restarted none "
+            "of its pods. The newest revision adds: readiness probe (spec.health), preStop pause, "
+            "terminationGracePeriodSeconds, rollout strategy maxUnavailable 0 and minReadySeconds. It is applied "
+            "with the next change of the WebServer's pod template (image, port, resources...), or now, as one "
+            f"rolling update, with `kubectl -n {NS} annotate webserver {NAME} "
+            "webserver-operator.dev/template-upgrade=true`",
+        )
+    ]
+    assert metrics.TEMPLATE_REVISION_WEBSERVERS.labels(revision="1")._value.get() >= 1
+
+
+async def test_scaling_a_webserver_at_revision_1_restarts_nothing() -> None:
+    api = with_world()
+    left_at_revision_1(api)
+    rec = reconciler(api)
+    await rec.reconcile(KEY)
+    edit_spec(api, replicas=5)
+    await rec.reconcile(KEY)
+    deployment = api.get(DEP_PATH)
+    assert deployment is not None
+    assert deployment["spec"]["replicas"] == 5
+    assert revision(api) is None
+    assert "readinessProbe" not in deployment["spec"]["template"]["spec"]["containers"][0]
+
+
+async def test_a_new_image_moves_the_webserver_to_the_newest_revision_in_the_same_rollout() -> None:
+    api = with_world()
+    left_at_revision_1(api)
+    rec = reconciler(api)
+    await rec.reconcile(KEY)
+    writes = len(api.writes())
+    edit_spec(api, image="nginx:1.28")
+    await rec.reconcile(KEY)
+    deployment = api.get(DEP_PATH)
+    assert deployment is not None
+    assert revision(api) == "2"
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "nginx:1.28" and "readinessProbe" in container
+    deployment_writes = [w for w in api.writes()[writes:] if w.path == DEP_PATH]
+    assert len(deployment_writes) == 1, "one write, so one rollout"
+
+
+async def test_the_owners_annotation_moves_the_webserver_to_the_newest_revision() -> None:
+    api = with_world()
+    left_at_revision_1(api)
+    rec = reconciler(api)
+    await rec.reconcile(KEY)
+    ws = api.get(WS_PATH)
+    assert ws is not None
+    ws["metadata"]["annotations"] = {"webserver-operator.dev/template-upgrade": "true"}
+    api.put(WEBSERVERS.path(namespace=NS), ws)  # metadata only: the generation stays
+    await rec.reconcile(KEY)
+    assert revision(api) == "2"
