@@ -288,6 +288,8 @@ def desired_pdb(ws: WebServer) -> dict[str, Any] | None:
     0``) would hold a node drain forever; so a single-replica WebServer has no budget, and its drain costs the time a
     new pod takes to start (docs/availability.md). ``maxUnavailable: 1`` rather than ``minAvailable``: it follows
     ``spec.replicas`` as it is scaled, and an eviction waits until the pod evicted before is replaced and ready.
+    ``unhealthyPodEvictionPolicy: AlwaysAllow``: a pod that is not ready serves nothing, so evicting it costs nothing,
+    and a WebServer whose pods all fail their probe (a bad image) must not hold a node drain forever.
     """
     if ws.spec.replicas < 2:
         return None
@@ -298,6 +300,7 @@ def desired_pdb(ws: WebServer) -> dict[str, Any] | None:
         "spec": {
             "maxUnavailable": 1,
             "selector": {"matchLabels": selector_labels(ws.name)},
+            "unhealthyPodEvictionPolicy": "AlwaysAllow",
         },
     }
 

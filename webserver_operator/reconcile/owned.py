@@ -39,6 +39,7 @@ _DEFAULT_PROTOCOL: Final = "TCP"
 _DEFAULT_REPLICAS: Final = 1
 _DEFAULT_SERVICE_TYPE: Final = "ClusterIP"
 _RESOURCE_LISTS: Final = ("limits", "requests")
+_BUDGET_FIELDS: Final = ("maxUnavailable", "selector", "unhealthyPodEvictionPolicy")
 _DEFAULT_GRACE_SECONDS: Final = 30
 _PROBES: Final = ("readinessProbe", "livenessProbe", "startupProbe")
 _PROBE_DEFAULTS: Final = {"timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3}
@@ -112,6 +113,27 @@ def merge_owned_service(live: KubeObject, desired: KubeObject) -> KubeObject:
     ports = _merge_service_ports(spec.get("ports") or [], want_spec.get("ports") or [])
     if ports != (spec.get("ports") or []):
         spec["ports"] = ports
+    return merged
+
+
+def merge_owned_budget(live: KubeObject, desired: KubeObject) -> KubeObject:
+    """A copy of ``live`` with the operator-owned PodDisruptionBudget fields set from ``desired`` where they differ.
+
+    Owned: our labels and ownerReference, ``spec.selector``, ``spec.maxUnavailable`` (a ``minAvailable`` set beside it
+    is removed: the two exclude each other) and ``spec.unhealthyPodEvictionPolicy``. Raises ValueError for a budget
+    controlled by someone else (see ``merge_owned_deployment``).
+    """
+    merged = dict(live)
+    _merge_metadata(merged, desired)
+    want_spec = desired.get("spec") or {}
+    spec = live.get("spec") or {}
+    drift = {key: want_spec.get(key) for key in _BUDGET_FIELDS if spec.get(key) != want_spec.get(key)}
+    if spec.get("minAvailable") is not None:
+        drift["minAvailable"] = None
+    if drift:
+        spec = _child(merged, "spec")
+        for key, value in drift.items():
+            _set_or_drop(spec, key, value)
     return merged
 
 

@@ -168,7 +168,11 @@ def test_a_pdb_allows_one_eviction_at_a_time_from_two_replicas_and_none_below() 
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
         "metadata": {"name": "web", "namespace": "team-a", "labels": LABELS, "ownerReferences": [OWNER]},
-        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": SELECTOR}},
+        "spec": {
+            "maxUnavailable": 1,
+            "selector": {"matchLabels": SELECTOR},
+            "unhealthyPodEvictionPolicy": "AlwaysAllow",
+        },
     }
 
 
