@@ -8,12 +8,19 @@
 # (hack/kind-node-image.sh). With the offline image the cluster uses the node's static ptp CNI config
 # (networking.disableDefaultCNI); on a cgroup v1 host the kubelet is told to accept cgroup v1 (failCgroupV1: false).
 #
+# Two nodes, both running pods (the control plane's NoSchedule taint is removed): a node can be drained while the
+# other serves (tests/e2e/test_availability.py). With the offline node image the static ptp CNI config is rewritten
+# on each node for the pod CIDR kube-controller-manager gave it, and each node gets a route to the others' pod CIDRs
+# (what kindnetd does); pods started before that on a node with another CIDR are deleted, to come back with an
+# address of the right range.
+#
 # Usage: hack/kind.sh up | down | status | kubeconfig | load-image | load-web | web-images
 #   IMG=<name:tag>          the operator image (default localhost/webserver-operator:0.1.0)
 #   KIND_CLUSTER_NAME=<name> the kind cluster. up, down, status, kubeconfig and load-web: default webserver-operator
 #                           (the project's own, which e2e-kind creates and deletes). load-image (`make kind-load`,
 #                           for your cluster): default your only kind cluster, else the one your kubectl context
 #                           points at (kind-<name>), else webserver-operator if it exists.
+#   KIND_WORKERS=<n>        worker nodes besides the control plane (default 1; 0: the one-node cluster of before)
 #   KIND=<path>             the kind binary (default: kind from PATH when >= the pinned KIND_VERSION, else the
 #                           project's build; hack/tools.sh pick says which)
 set -euo pipefail
@@ -23,6 +30,7 @@ source "${ROOT}/hack/versions.env"
 DEFAULT_CLUSTER_NAME=webserver-operator
 CLUSTER_NAME="${KIND_CLUSTER_NAME:-${DEFAULT_CLUSTER_NAME}}"
 IMG="${IMG:-localhost/webserver-operator:0.1.0}"
+KIND_WORKERS="${KIND_WORKERS:-1}"
 STATE="${XDG_CACHE_HOME:-${HOME}/.cache}/webserver-operator/kind"
 KUBECONFIG_PATH="${STATE}/${CLUSTER_NAME}.kubeconfig"
 # kind's node subnets; the offline node image's CNI config allocates from the first node's /24 of POD_SUBNET.
@@ -97,6 +105,11 @@ EOF
   if [[ "${image}" != *"${KIND_NODE_IMAGE}" ]]; then
     printf '  disableDefaultCNI: true\n'
   fi
+  printf 'nodes:\n  - role: control-plane\n'
+  local i
+  for ((i = 0; i < KIND_WORKERS; i++)); do
+    printf '  - role: worker\n'
+  done
   if [[ ! -f /sys/fs/cgroup/cgroup.controllers ]]; then
     cat <<'EOF'
 kubeadmConfigPatches:
@@ -120,11 +133,42 @@ cmd_up() {
     log "creating kind cluster ${CLUSTER_NAME} with ${ENGINE} (${image})"
     "${kind}" create cluster --name "${CLUSTER_NAME}" --image "${image}" --config "${STATE}/${CLUSTER_NAME}.yaml" \
       --kubeconfig "${KUBECONFIG_PATH}" --wait 180s
+    if [[ "${image}" != *"${KIND_NODE_IMAGE}" ]]; then
+      node_networks
+    fi
+    if ((KIND_WORKERS > 0)); then
+      # Every node runs pods, so draining one leaves another to run them.
+      kube taint nodes --all node-role.kubernetes.io/control-plane:NoSchedule- >/dev/null 2>&1 || true
+    fi
   fi
   "${kind}" get kubeconfig --name "${CLUSTER_NAME}" >"${KUBECONFIG_PATH}"
   "${ROOT}/hack/images.sh" operator "${IMG}"
   cmd_load_image
   cmd_load_web
+}
+
+kube() { "$("${ROOT}/hack/tools.sh" ensure kubectl)" --kubeconfig "${KUBECONFIG_PATH}" "$@"; }
+
+# node_networks: the static ptp CNI config of each node set to the node's pod CIDR, and routes between the nodes'
+# pod CIDRs (the offline node image has no kindnetd).
+node_networks() {
+  local rows row name cidr ip other oname ocidr oip
+  mapfile -t rows < <(kube get nodes -o jsonpath='{range .items[*]}{.metadata.name} {.spec.podCIDR} {.status.addresses[?(@.type=="InternalIP")].address}{"\n"}{end}')
+  ((${#rows[@]} > 1)) || return 0
+  for row in "${rows[@]}"; do
+    read -r name cidr ip <<<"${row}"
+    [[ -n "${cidr}" && -n "${ip}" ]] || die "node ${name} has no pod CIDR or address yet (${row})"
+    log "node ${name}: pods in ${cidr}"
+    sed "s#10.244.0.0/24#${cidr}#" "${ROOT}/hack/kind-node/rootfs/etc/cni/net.d/10-kind-ptp.conflist" |
+      "${ENGINE}" exec -i "${name}" sh -c 'cat >/etc/cni/net.d/10-kind-ptp.conflist'
+    for other in "${rows[@]}"; do
+      read -r oname ocidr oip <<<"${other}"
+      [[ "${oname}" == "${name}" ]] || "${ENGINE}" exec "${name}" ip route replace "${ocidr}" via "${oip}"
+    done
+    if [[ "${cidr}" != 10.244.0.0/24 ]]; then
+      kube delete pods -A --field-selector "spec.nodeName=${name},spec.hostNetwork=false" --wait=false >/dev/null
+    fi
+  done
 }
 
 # load ARCHIVE-OR-IMAGE...: images from the engine's store into the cluster's containerd.
