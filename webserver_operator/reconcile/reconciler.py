@@ -77,7 +77,13 @@ from webserver_operator.reconcile.owned import (
 from webserver_operator.reconcile.probes import ProbeFailures
 from webserver_operator.reconcile.problems import GARBAGE_COLLECTION, GC_PATIENCE, Problem, from_api_error
 from webserver_operator.reconcile.recreates import RecentCreates
-from webserver_operator.reconcile.revisions import RevisionCounts, pending_message, revision_for, upgrade_requested
+from webserver_operator.reconcile.revisions import (
+    Pacer,
+    RevisionCounts,
+    pending_message,
+    revision_for,
+    upgrade_requested,
+)
 from webserver_operator.reconcile.status import (
     PROGRESS_DETAIL_INTERVAL,
     Observation,
@@ -135,6 +141,7 @@ class WebServerReconciler:
         caches: Caches,
         recorder: EventRecorder,
         pod_security: PodSecurityLevel = "baseline",
+        template_upgrade_rate: float = 0.0,
         clock: Callable[[], datetime] = lambda: datetime.now(tz=UTC),
     ) -> None:
         self._api = api
@@ -169,6 +176,8 @@ class WebServerReconciler:
         self._owner_behind: dict[ObjectKey, str] = {}
         #: The template revision each WebServer's Deployment is at: the per-revision gauge.
         self._revisions = RevisionCounts()
+        #: Moves WebServers left on an old template revision at the admin's pace (off at rate 0).
+        self._pacer = Pacer(template_upgrade_rate, lambda: self._clock().timestamp())
         #: Why unready pods are unready: the kubelet's last probe failure, read only while they are.
         self._probes = ProbeFailures(api, lambda: self._clock())  # noqa: PLW0108 - late bound: tests move the clock
         self._deployment = _Child(
@@ -205,6 +214,7 @@ class WebServerReconciler:
             self._children_clean.pop(key, None)
             self._revisions.forget(key)
             self._probes.forget(key)
+            self._pacer.forget(key)
             # The children are named like the WebServer (``desired.child_name``).
             self.own_writes.forget(*key, kinds=(WEBSERVERS.kind, *(child.kind for child in self._children)))
             return Result()
@@ -214,7 +224,15 @@ class WebServerReconciler:
             return await self._refuse(obj, invalid_spec(err))
         seen = self._children_current(key, ws)
         if seen is None:
-            revision = revision_for(ws, self._deployment.cache.get((ws.namespace, child_name(ws))))
+            live = self._deployment.cache.get((ws.namespace, child_name(ws)))
+            revision = revision_for(ws, live)
+            if revision < TEMPLATE_REVISION and self._pacer.take(key):
+                log.info(
+                    "moving to template revision %d at the admin's pace",
+                    TEMPLATE_REVISION,
+                    extra={"namespace": ws.namespace, "object_name": ws.name},
+                )
+                revision = TEMPLATE_REVISION
             deployment = desired_deployment(ws, revision)
             desired: dict[_Child, KubeObject | None] = {child: child.desired(ws) for child in self._children}
             desired[self._deployment] = deployment
@@ -224,10 +242,14 @@ class WebServerReconciler:
                 return await self._refuse(obj, beyond_baseline(beyond))
             seen = await self._sync_children(ws, desired)
             await self._template_revision(ws, revision, seen)
+        self._pacer.observe(key, seen.deployment)
         probe_failure, look_again = await self._probes.look(ws, seen.deployment)
         if probe_failure is not None:
             seen = dataclasses.replace(seen, probe_failure=probe_failure)
         held = await self._write_status(obj, seen, parsed=ws)
+        if seen.deployment is not None and template_revision_of(seen.deployment) < TEMPLATE_REVISION:
+            turn = self._pacer.retry_in()  # its turn comes at the admin's pace: look again then
+            look_again = turn if look_again is None or turn is None else min(look_again, turn)
         if look_again is not None:
             # Pods that never pass their probe change nothing in the Deployment until its deadline: look again.
             held = look_again if held is None else min(held, look_again)
@@ -252,8 +274,8 @@ class WebServerReconciler:
         versions = (_resource_version(deployment), _resource_version(service), _version_or_none(budget))
         if clean != (ws.uid, ws.generation, *versions):
             return None
-        if upgrade_requested(ws) and template_revision_of(deployment) < TEMPLATE_REVISION:
-            return None  # annotated since (metadata only: the generation did not move)
+        if template_revision_of(deployment) < TEMPLATE_REVISION and (upgrade_requested(ws) or self._pacer.has_room()):
+            return None  # annotated since (metadata only: the generation did not move), or its turn at the pace
         return Observation(deployment=deployment, service=service)
 
     # -- children ---------------------------------------------------------------------------------------------------
@@ -270,7 +292,7 @@ class WebServerReconciler:
                 _involved(ws),
                 type_="Normal",
                 reason="TemplateUpgradePending",
-                message=pending_message(ws, revision),
+                message=pending_message(ws, revision, paced=self._pacer.active),
                 once_key=f"TemplateUpgradePending/{revision}",
             )
 

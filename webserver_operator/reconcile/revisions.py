@@ -11,8 +11,14 @@ at that revision until one of these moves it to the newest:
    nothing and moves nothing;
 3. its owner asks: ``UPGRADE_ANNOTATION`` (``webserver-operator.dev/template-upgrade: "true"``) on the WebServer.
 
-An admin-paced mover (``--template-upgrade-rate`` in the design) is not built yet: until it is, a WebServer nobody
-edits or annotates stays on its revision, and the ``TemplateUpgradePending`` Event says how to move it.
+4. at the admin's pace: ``Pacer`` (``--template-upgrade-rate``, WebServers per minute; 0, the default: never on its
+   own) moves at most that many per minute, and never more than that many at once: a moved Deployment counts until it
+   is available again, and one that stops progressing (``ProgressDeadlineExceeded``) stops the pacer until it
+   recovers or the operator restarts, so one bad default never takes down more than the rate allows. The pace is per
+   operator replica (with sharding, each paces its own shards).
+
+Nobody edits, annotates or paces: the WebServer stays on its revision, and the ``TemplateUpgradePending`` Event says
+how to move it.
 
 Pure: called by ``reconcile.reconciler`` with the WebServer and its cached Deployment; hands back a revision number
 and, for an old one, the Event message. ``RevisionCounts`` keeps the per-revision gauge
@@ -21,6 +27,9 @@ and, for an old one, the Event message. ``RevisionCounts`` keeps the per-revisio
 
 from __future__ import annotations
 
+import collections
+import math
+from collections.abc import Callable
 from typing import Final
 
 from webserver_operator import metrics
@@ -69,7 +78,7 @@ def revision_for(ws: WebServer, live: KubeObject | None) -> int:
     return recorded
 
 
-def pending_message(ws: WebServer, revision: int) -> str:
+def pending_message(ws: WebServer, revision: int, *, paced: bool = False) -> str:
     """The ``TemplateUpgradePending`` Event: what the newest revision changes and how to move this WebServer."""
     changes = "; ".join(REVISION_CHANGES[r] for r in sorted(REVISION_CHANGES) if r > revision)
     return (
@@ -77,6 +86,7 @@ def pending_message(ws: WebServer, revision: int) -> str:
         f"operator restarted none of its pods. The newest revision adds: {changes}. It is applied with the next change "
         "of the WebServer's pod template (image, port, resources...), or now, as one rolling update, with "
         f"`kubectl -n {ws.namespace} annotate webserver {ws.name} {UPGRADE_ANNOTATION}=true`"
+        + ("; the operator also moves WebServers at the pace its admin set (--template-upgrade-rate)" if paced else "")
     )
 
 
@@ -112,3 +122,82 @@ class RevisionCounts:
     def _publish(self) -> None:
         for revision, count in self._counts.items():
             metrics.TEMPLATE_REVISION_WEBSERVERS.labels(revision=str(revision)).set(count)
+
+
+def _available(deployment: KubeObject) -> bool:
+    """Whether the Deployment has finished its rollout: every desired pod updated and available."""
+    status = deployment.get("status") or {}
+    generation = int((deployment.get("metadata") or {}).get("generation") or 0)
+    want = int((deployment.get("spec") or {}).get("replicas", 1))
+    counts = [int(status.get(key) or 0) for key in ("updatedReplicas", "availableReplicas", "replicas")]
+    return int(status.get("observedGeneration") or 0) >= generation and counts == [want, want, want]
+
+
+def _deadline_exceeded(deployment: KubeObject) -> bool:
+    conditions = (deployment.get("status") or {}).get("conditions") or []
+    return any(
+        c.get("type") == "Progressing" and c.get("status") == "False" and c.get("reason") == "ProgressDeadlineExceeded"
+        for c in conditions
+    )
+
+
+class Pacer:
+    """Moves WebServers left on an old template revision at the admin's pace (``--template-upgrade-rate``).
+
+    At most ``per_minute`` moves within any 60 s, at most ``ceil(per_minute)`` moved Deployments rolling at once,
+    none while a moved one is stuck (``ProgressDeadlineExceeded``). ``clock``: seconds, monotonic.
+    """
+
+    def __init__(self, per_minute: float, clock: Callable[[], float]) -> None:
+        self._per_minute = per_minute
+        self._clock = clock
+        self._moves: collections.deque[float] = collections.deque()
+        self._rolling: set[tuple[str, str]] = set()
+        self._stuck: set[tuple[str, str]] = set()
+
+    @property
+    def active(self) -> bool:
+        return self._per_minute > 0
+
+    def stuck(self) -> list[tuple[str, str]]:
+        """The moved WebServers whose rollout stopped progressing: the pacer waits for them."""
+        return sorted(self._stuck)
+
+    def observe(self, key: tuple[str, str], deployment: KubeObject | None) -> None:
+        """Follow a moved WebServer's rollout: done once available, stuck on its progress deadline."""
+        if key not in self._rolling and key not in self._stuck:
+            return
+        if deployment is None:
+            self.forget(key)
+        elif _deadline_exceeded(deployment):
+            self._rolling.discard(key)
+            self._stuck.add(key)
+        elif _available(deployment):
+            self.forget(key)
+
+    def forget(self, key: tuple[str, str]) -> None:
+        self._rolling.discard(key)
+        self._stuck.discard(key)
+
+    def has_room(self) -> bool:
+        """Whether a move is allowed now (``take`` would succeed)."""
+        if not self.active or self._stuck:
+            return False
+        now = self._clock()
+        while self._moves and now - self._moves[0] >= 60:
+            self._moves.popleft()
+        return len(self._moves) < self._per_minute and len(self._rolling) < math.ceil(self._per_minute)
+
+    def take(self, key: tuple[str, str]) -> bool:
+        """Move ``key`` now if the pace allows; it then counts as rolling until ``observe`` sees it done."""
+        if not self.has_room():
+            return False
+        self._moves.append(self._clock())
+        self._rolling.add(key)
+        return True
+
+    def retry_in(self) -> float | None:
+        """When a WebServer waiting for its turn should look again (None: the pacer is off)."""
+        if not self.active:
+            return None
+        return min(max(60 / self._per_minute, 5.0), 300.0)

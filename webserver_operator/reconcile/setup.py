@@ -104,7 +104,11 @@ def setup_webserver_controller(cache: SharedCache, *, api: ApiRequests, settings
     )
     recorder = EventRecorder(api)
     reconciler = WebServerReconciler(
-        api=api, caches=caches, recorder=recorder, pod_security=settings.pod_security_level
+        api=api,
+        caches=caches,
+        recorder=recorder,
+        pod_security=settings.pod_security_level,
+        template_upgrade_rate=settings.template_upgrade_rate,
     )
 
     def bookkeeping(event_type: EventType, obj: KubeObject, _old: KubeObject | None) -> None:

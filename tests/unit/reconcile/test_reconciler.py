@@ -1386,3 +1386,44 @@ async def test_a_foreign_budget_of_the_same_name_is_reported_and_never_adopted_o
     edit_spec(api, replicas=1)
     await rec.reconcile(KEY)
     assert api.get(PDB_PATH) is not None, "not ours: never deleted"
+
+
+async def test_at_the_admins_pace_a_webserver_left_on_revision_1_moves_one_at_a_time() -> None:
+    api = FakeApi()
+    for name in ("web", "other"):
+        api.put(WEBSERVERS.path(namespace=NS), {**webserver(), "metadata": {"name": name, "namespace": NS}})
+        ws = api.get(WEBSERVERS.path(namespace=NS, name=name))
+        assert ws is not None
+        left = desired_deployment(WebServer.model_validate(ws), 1)
+        left["metadata"]["generation"] = 1
+        left["status"] = {
+            "observedGeneration": 1,
+            "replicas": 2,
+            "updatedReplicas": 2,
+            "readyReplicas": 2,
+            "availableReplicas": 2,
+        }
+        api.put(DEPLOYMENTS.path(namespace=NS), left)
+    rec = WebServerReconciler(
+        api=api,
+        caches=Caches(
+            webservers=LiveCache(api, WEBSERVERS.path(namespace=NS)),
+            deployments=LiveCache(api, DEPLOYMENTS.path(namespace=NS)),
+            services=LiveCache(api, SERVICES.path(namespace=NS)),
+        ),
+        recorder=EventRecorder(api, instance="test"),
+        template_upgrade_rate=1,
+    )
+
+    def revisions() -> list[str | None]:
+        return [
+            (d["metadata"].get("annotations") or {}).get("webserver-operator.dev/template-revision")
+            for d in (api.get(DEPLOYMENTS.path(namespace=NS, name=n)) for n in ("web", "other"))
+            if d is not None
+        ]
+
+    first = await rec.reconcile((NS, "web"))
+    second = await rec.reconcile((NS, "other"))
+    assert revisions() == ["2", None], "one per minute"
+    assert second.requeue_after == 60, "its turn comes at the pace"
+    assert first.requeue_after is None
