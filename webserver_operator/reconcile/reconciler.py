@@ -395,8 +395,8 @@ class WebServerReconciler:
             )
         elif synced.removed:
             message = (
-                f"Deleted PodDisruptionBudget {name}: with {ws.spec.replicas} replica(s) a budget could only block "
-                "node drains; an eviction now stops the WebServer until its pod is replaced"
+                f"Deleted PodDisruptionBudget {name}: with {ws.spec.replicas} replica(s) a budget could only hold "
+                "node drains forever; a drain now evicts the pod at once, and its replacement serves once ready"
             )
         else:
             return
