@@ -8,6 +8,12 @@
 # (hack/kind-node-image.sh). With the offline image the cluster uses the node's static ptp CNI config
 # (networking.disableDefaultCNI); on a cgroup v1 host the kubelet is told to accept cgroup v1 (failCgroupV1: false).
 #
+# Two nodes, both running pods (the control plane's NoSchedule taint is removed): a node can be drained while the
+# other serves (tests/e2e/test_availability.py). With the offline node image the static ptp CNI config is rewritten
+# on each node for the pod CIDR kube-controller-manager gave it, and each node gets a route to the others' pod CIDRs
+# (what kindnetd does); pods started before that on a node with another CIDR are deleted, to come back with an
+# address of the right range.
+#
 # Usage: hack/kind.sh up | down | status | kubeconfig | load-image | load-web | web-images | config | registry-hosts
 #   KIND_REGISTRY=<host:port> a registry on this machine (hack/registry.sh) the nodes pull from over HTTP (up, and
 #                           registry-hosts for a running cluster); `config` prints the cluster config up uses
@@ -16,6 +22,7 @@
 #                           (the project's own, which e2e-kind creates and deletes). load-image (`make kind-load`,
 #                           for your cluster): default your only kind cluster, else the one your kubectl context
 #                           points at (kind-<name>), else webserver-operator if it exists.
+#   KIND_WORKERS=<n>        worker nodes besides the control plane (default 1; 0: the one-node cluster of before)
 #   KIND=<path>             the kind binary (default: kind from PATH when >= the pinned KIND_VERSION, else the
 #                           project's build; hack/tools.sh pick says which). load-image takes any kind on PATH.
 set -euo pipefail
@@ -25,6 +32,7 @@ source "${ROOT}/hack/versions.env"
 DEFAULT_CLUSTER_NAME=webserver-operator
 CLUSTER_NAME="${KIND_CLUSTER_NAME:-${DEFAULT_CLUSTER_NAME}}"
 IMG="${IMG:-localhost/webserver-operator:0.1.0}"
+KIND_WORKERS="${KIND_WORKERS:-1}"
 STATE="${XDG_CACHE_HOME:-${HOME}/.cache}/webserver-operator/kind"
 KUBECONFIG_PATH="${STATE}/${CLUSTER_NAME}.kubeconfig"
 # kind's node subnets; the offline node image's CNI config allocates from the first node's /24 of POD_SUBNET.
@@ -101,6 +109,11 @@ EOF
   if [[ "${image}" != *"${KIND_NODE_IMAGE}" ]]; then
     printf '  disableDefaultCNI: true\n'
   fi
+  printf 'nodes:\n  - role: control-plane\n'
+  local i
+  for ((i = 0; i < KIND_WORKERS; i++)); do
+    printf '  - role: worker\n'
+  done
   # With KIND_REGISTRY, containerd reads per-registry hosts from config_path (kind's default for containerd 2, set here
   # so that it holds on every node image): registry_hosts writes the one for KIND_REGISTRY there.
   if [[ -n "${KIND_REGISTRY:-}" ]]; then
@@ -134,6 +147,13 @@ cmd_up() {
     log "creating kind cluster ${CLUSTER_NAME} with ${ENGINE} (${image})"
     "${kind}" create cluster --name "${CLUSTER_NAME}" --image "${image}" --config "${STATE}/${CLUSTER_NAME}.yaml" \
       --kubeconfig "${KUBECONFIG_PATH}" --wait 180s
+    if [[ "${image}" != *"${KIND_NODE_IMAGE}" ]]; then
+      node_networks
+    fi
+    if ((KIND_WORKERS > 0)); then
+      # Every node runs pods, so draining one leaves another to run them.
+      kube taint nodes --all node-role.kubernetes.io/control-plane:NoSchedule- >/dev/null 2>&1 || true
+    fi
   fi
   "${kind}" get kubeconfig --name "${CLUSTER_NAME}" >"${KUBECONFIG_PATH}"
   if [[ -n "${KIND_REGISTRY:-}" ]]; then registry_hosts; fi
@@ -162,6 +182,32 @@ registry_hosts() {
       "${ENGINE}" exec -i "${node}" sh -c "mkdir -p '/etc/containerd/certs.d/${registry}' && cat >'/etc/containerd/certs.d/${registry}/hosts.toml'"
   done
   log "nodes of ${CLUSTER_NAME} pull ${registry} from http://${gateway}:${port}"
+}
+
+kube() { "$("${ROOT}/hack/tools.sh" ensure kubectl)" --kubeconfig "${KUBECONFIG_PATH}" "$@"; }
+
+# node_networks: the static ptp CNI config of each node set to the node's pod CIDR, and routes between the nodes'
+# pod CIDRs (the offline node image has no kindnetd).
+node_networks() {
+  local rows=() row name cidr ip other oname ocidr oip
+  while IFS= read -r row; do
+    [[ -n "${row}" ]] && rows+=("${row}")
+  done < <(kube get nodes -o jsonpath='{range .items[*]}{.metadata.name} {.spec.podCIDR} {.status.addresses[?(@.type=="InternalIP")].address}{"\n"}{end}')
+  ((${#rows[@]} > 1)) || return 0
+  for row in "${rows[@]}"; do
+    read -r name cidr ip <<<"${row}"
+    [[ -n "${cidr}" && -n "${ip}" ]] || die "node ${name} has no pod CIDR or address yet (${row})"
+    log "node ${name}: pods in ${cidr}"
+    sed "s#10.244.0.0/24#${cidr}#" "${ROOT}/hack/kind-node/rootfs/etc/cni/net.d/10-kind-ptp.conflist" |
+      "${ENGINE}" exec -i "${name}" sh -c 'cat >/etc/cni/net.d/10-kind-ptp.conflist'
+    for other in "${rows[@]}"; do
+      read -r oname ocidr oip <<<"${other}"
+      [[ "${oname}" == "${name}" ]] || "${ENGINE}" exec "${name}" ip route replace "${ocidr}" via "${oip}"
+    done
+    if [[ "${cidr}" != 10.244.0.0/24 ]]; then
+      kube delete pods -A --field-selector "spec.nodeName=${name},spec.hostNetwork=false" --wait=false >/dev/null
+    fi
+  done
 }
 
 # load ARCHIVE-OR-IMAGE...: images from the engine's store into the cluster's containerd.

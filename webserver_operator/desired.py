@@ -34,22 +34,31 @@ whatever ``spec.port`` is. ``nodePort`` is only set when the user asked for one;
 free port, and the owned-field diff keeps that allocated port stable from then on.
 """
 
-from typing import Any
+from typing import Any, Final
 
-from webserver_operator.api.models import WebServer
+from webserver_operator.api.models import Health, Probe, ReadinessProbe, WebServer
 
 __all__ = [
     "CHILD_LABEL_SELECTOR",
     "CONTAINER_NAME",
+    "MAX_SURGE",
+    "MIN_READY_SECONDS",
     "PORT_NAME",
+    "PRE_STOP_SLEEP_SECONDS",
+    "TEMPLATE_REVISION",
+    "TEMPLATE_REVISIONS",
+    "TEMPLATE_REVISION_ANNOTATION",
+    "TERMINATION_GRACE_SECONDS",
     "child_labels",
     "child_name",
     "desired_deployment",
+    "desired_pdb",
     "desired_service",
     "orphan_of",
     "owner_reference",
     "selector_labels",
     "selector_string",
+    "template_revision_of",
 ]
 
 # --- names ---------------------------------------------------------------------------------------------------------
@@ -58,6 +67,37 @@ CONTAINER_NAME = "web"
 """Name of the web server container in the pod template; the owned-field diff finds it by this name."""
 PORT_NAME = "http"
 """Name of the container port and of the Service port; the Service's targetPort refers to it by name."""
+
+
+# --- template revisions and rollout timing --------------------------------------------------------------------------
+
+TEMPLATE_REVISIONS: Final = (1, 2)
+"""Every pod-template rendering this operator can write (docs/upgrades.md, "Template revisions"): 1 is 0.1.0's, 2
+adds the probes, the preStop pause, the grace period, the rollout strategy and minReadySeconds."""
+TEMPLATE_REVISION: Final = TEMPLATE_REVISIONS[-1]
+"""The newest revision: what a new WebServer, an edited one, or one its owner annotates is rendered at."""
+TEMPLATE_REVISION_ANNOTATION: Final = "webserver-operator.dev/template-revision"
+"""On the Deployment's metadata (not the pod template, so recording it restarts nothing): the revision rendered."""
+
+PRE_STOP_SLEEP_SECONDS: Final = 10
+"""How long a terminating pod keeps serving before its container gets SIGTERM (the kubelet's native ``sleep``
+preStop action, GA in Kubernetes 1.34, which the chart requires: no binary in the image is needed). The pod leaves the
+EndpointSlice as soon as it terminates, but each node's kube-proxy rewrites its rules only after it has seen that (one
+watch event, then a sync that kube-proxy spaces at least a second apart, longer on a busy node); until then it still
+sends new connections to the pod, and nginx's answer to SIGTERM is to close them. Ten seconds covers that with margin
+on a loaded node; it is also what every scale-down and rollout step waits before a pod is gone."""
+TERMINATION_GRACE_SECONDS: Final = 30
+"""The pause above plus 20 seconds for the server to finish what it is answering, before SIGKILL. (30 is also
+Kubernetes' default: rendered explicitly so the pause can never be cut short by a lower value set by hand.)"""
+MAX_SURGE: Final = "25%"
+"""New pods a rollout may add above ``spec.replicas``; with ``maxUnavailable: 0`` a rollout never takes a ready pod
+away before its replacement is ready. 25% rounds up, so it is one pod from 1 to 4 replicas, and at 100 replicas a
+rollout does not take a hundred steps. It needs room (quota, nodes) for that many extra pods."""
+MIN_READY_SECONDS: Final = 5
+"""Seconds a new pod must stay ready before it counts as available and the rollout removes an old one: a server that
+passes its first probe and then crashes (a configuration read late) stops the rollout instead of replacing every
+serving pod; it also gives every kube-proxy time to add the new pod before the old one leaves. Costs 5 seconds per
+rollout step."""
 
 
 def child_name(ws: WebServer) -> str:
@@ -160,26 +200,107 @@ def _container(ws: WebServer) -> dict[str, Any]:
     return container
 
 
-def desired_deployment(ws: WebServer) -> dict[str, Any]:
-    """The full Deployment object for ``ws`` (create body, and reference for the owned-field diff)."""
+def _probe(path: str, timing: Probe) -> dict[str, Any]:
+    """A probe GETting ``path`` on the ``http`` port of the pod's own IP: no ``host``, no other handler, ever."""
+    probe: dict[str, Any] = {
+        "httpGet": {"path": path, "port": PORT_NAME, "scheme": "HTTP"},
+        "periodSeconds": timing.period_seconds,
+        "timeoutSeconds": timing.timeout_seconds,
+        "failureThreshold": timing.failure_threshold,
+        "successThreshold": 1,
+    }
+    if timing.initial_delay_seconds:
+        probe["initialDelaySeconds"] = timing.initial_delay_seconds
+    return probe
+
+
+def _add_availability(container: dict[str, Any], ws: WebServer) -> None:
+    """Revision 2's container fields: the probes of ``spec.health`` and the preStop pause."""
+    health = ws.spec.health or Health()
+    readiness = health.readiness or ReadinessProbe()
+    if readiness.enabled:
+        container["readinessProbe"] = _probe(health.path, readiness)
+    if health.liveness is not None:
+        container["livenessProbe"] = _probe(health.path, health.liveness)
+    if health.startup is not None:
+        container["startupProbe"] = _probe(health.path, health.startup)
+    container["lifecycle"] = {"preStop": {"sleep": {"seconds": PRE_STOP_SLEEP_SECONDS}}}
+
+
+def desired_deployment(ws: WebServer, revision: int = TEMPLATE_REVISION) -> dict[str, Any]:
+    """The full Deployment object for ``ws`` rendered at template ``revision`` (create body, owned-field reference).
+
+    Revision 1 is 0.1.0's rendering, byte for byte; revision 2 adds probes, the preStop pause, the grace period, the
+    rollout strategy and ``minReadySeconds``, and records itself in an annotation.
+    """
+    if revision not in TEMPLATE_REVISIONS:
+        raise ValueError(f"unknown template revision {revision} (known: {', '.join(map(str, TEMPLATE_REVISIONS))})")
+    container = _container(ws)
     pod_spec: dict[str, Any] = {
-        "containers": [_container(ws)],
+        "containers": [container],
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,
     }
     if ws.spec.image_pull_secrets:
         pod_spec["imagePullSecrets"] = [{"name": ref.name} for ref in ws.spec.image_pull_secrets]
+    metadata = _metadata(ws)
+    spec: dict[str, Any] = {
+        "replicas": ws.spec.replicas,
+        "selector": {"matchLabels": selector_labels(ws.name)},
+        "template": {
+            "metadata": {"labels": child_labels(ws.name)},
+            "spec": pod_spec,
+        },
+    }
+    if revision >= 2:
+        metadata["annotations"] = {TEMPLATE_REVISION_ANNOTATION: str(revision)}
+        _add_availability(container, ws)
+        pod_spec["terminationGracePeriodSeconds"] = TERMINATION_GRACE_SECONDS
+        spec["strategy"] = {
+            "type": "RollingUpdate",
+            "rollingUpdate": {"maxUnavailable": 0, "maxSurge": MAX_SURGE},
+        }
+        spec["minReadySeconds"] = MIN_READY_SECONDS
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata, "spec": spec}
+
+
+def template_revision_of(deployment: dict[str, Any] | None) -> int:
+    """The template revision a live Deployment records (``TEMPLATE_REVISION_ANNOTATION``); absent means 1.
+
+    A value this operator does not know (hand-edited, or written by a newer operator after a rollback) counts as the
+    nearest known one, so a rollback of the operator renders what it can instead of refusing the WebServer.
+    """
+    annotations = ((deployment or {}).get("metadata") or {}).get("annotations") or {}
+    try:
+        recorded = int(str(annotations.get(TEMPLATE_REVISION_ANNOTATION, "1")))
+    except ValueError:
+        return 1
+    return min(max(recorded, TEMPLATE_REVISIONS[0]), TEMPLATE_REVISIONS[-1])
+
+
+# --- the PodDisruptionBudget ---------------------------------------------------------------------------------------
+
+
+def desired_pdb(ws: WebServer) -> dict[str, Any] | None:
+    """The PodDisruptionBudget of ``ws``: at most one pod evicted at a time; None below two replicas.
+
+    One replica cannot keep serving through any eviction, and a budget that forbids evicting it (``maxUnavailable:
+    0``) would hold a node drain forever; so a single-replica WebServer has no budget, and its drain costs the time a
+    new pod takes to start (docs/availability.md). ``maxUnavailable: 1`` rather than ``minAvailable``: it follows
+    ``spec.replicas`` as it is scaled, and an eviction waits until the pod evicted before is replaced and ready.
+    ``unhealthyPodEvictionPolicy: AlwaysAllow``: a pod that is not ready serves nothing, so evicting it costs nothing,
+    and a WebServer whose pods all fail their probe (a bad image) must not hold a node drain forever.
+    """
+    if ws.spec.replicas < 2:
+        return None
     return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
         "metadata": _metadata(ws),
         "spec": {
-            "replicas": ws.spec.replicas,
+            "maxUnavailable": 1,
             "selector": {"matchLabels": selector_labels(ws.name)},
-            "template": {
-                "metadata": {"labels": child_labels(ws.name)},
-                "spec": pod_spec,
-            },
+            "unhealthyPodEvictionPolicy": "AlwaysAllow",
         },
     }
 

@@ -206,6 +206,13 @@ WEBSERVER_READY = Gauge(
 MANAGED_WEBSERVERS = Gauge(
     "webserver_operator_managed_webservers", "Number of WebServer objects in the operator's cache", registry=REGISTRY
 )
+TEMPLATE_REVISION_WEBSERVERS = Gauge(
+    "webserver_operator_template_revision_webservers",
+    "WebServers whose Deployment is at each pod template revision (docs/upgrades.md): how far a new rendering has "
+    "reached",
+    ["revision"],
+    registry=REGISTRY,
+)
 DRIFT_REPAIRS = Counter(
     "webserver_operator_drift_repairs_total",
     "Writes that repaired a child object (Deployment, Service) someone else changed, or adopted an orphan, by child "

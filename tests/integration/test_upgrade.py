@@ -41,8 +41,10 @@ from tests.integration.conftest import apply_crd
 from tests.support.cluster import Cluster, wait_until
 from tests.support.factories import webserver
 from tests.support.upgrades import CHANGELOG, children_state, declared_template_changes, upgrade_problems
-from tests.support.webservers import wait_ready
+from tests.support.webservers import wait_field, wait_ready
+from webserver_operator.desired import TEMPLATE_REVISION_ANNOTATION
 from webserver_operator.kube.client import FIELD_MANAGER
+from webserver_operator.reconcile.revisions import UPGRADE_ANNOTATION
 
 BASELINE_REF = "cccf78031ec30c12a8a80469c9d93b38d83774e2"
 """The previous release: the 0.1.0 baseline commit CHANGELOG.md records (no release is published yet)."""
@@ -130,6 +132,35 @@ def _reconciled_and_quiet(op: OperatorProcess) -> None:
         time.sleep(0.2)
 
 
+def _revisions(cluster: Cluster, namespace: str) -> dict[str, str | None]:
+    return {
+        d["metadata"]["name"]: (d["metadata"].get("annotations") or {}).get(TEMPLATE_REVISION_ANNOTATION)
+        for d in cluster.get_json("deployments", namespace=namespace)["items"]
+    }
+
+
+def _moves_only_what_is_edited_scaled_or_annotated(cluster: Cluster, namespace: str) -> dict[str, str | None]:
+    """Template revisions (docs/upgrades.md): after the upgrade every Deployment is still at revision 1; a new image
+    (web-00) and the owner's annotation (web-03) move exactly those two to revision 2, a scale (web-01) moves
+    nothing. Returns the three Deployments' recorded revisions."""
+    assert set(_revisions(cluster, namespace).values()) == {None}, "the upgrade moved a Deployment by itself"
+    cluster.kubectl(
+        "patch", "webserver", "web-00", "-n", namespace, "--type=merge", "-p", '{"spec":{"image":"nginx:1.28"}}'
+    )
+    cluster.kubectl("scale", "webserver", "web-01", "-n", namespace, "--replicas=2")
+    cluster.kubectl("annotate", "webserver", "web-03", "-n", namespace, f"{UPGRADE_ANNOTATION}=true")
+    wait_until(
+        lambda: _revisions(cluster, namespace)["web-00"] == _revisions(cluster, namespace)["web-03"] == "2",
+        timeout=60,
+        message="web-00 (new image) and web-03 (annotated) to move to template revision 2",
+    )
+    wait_field(cluster, "deployment", "web-01", namespace=namespace, path="spec.replicas", expected=2)
+    revisions = _revisions(cluster, namespace)
+    others = {name: revision for name, revision in revisions.items() if name not in {"web-00", "web-01", "web-03"}}
+    assert set(others.values()) == {None}, others
+    return {name: revisions[name] for name in ("web-00", "web-01", "web-03")}
+
+
 @pytest.mark.usefixtures("baseline_crd")
 def test_upgrade_from_the_previous_release_restarts_no_pods(
     cluster: Cluster, namespace: str, baseline: Path, tmp_path: Path
@@ -172,9 +203,11 @@ def test_upgrade_from_the_previous_release_restarts_no_pods(
         new.wait_started(timeout=60)
         _reconciled_and_quiet(new)
         after = _snapshot(cluster, namespace)
+        moved = _moves_only_what_is_edited_scaled_or_annotated(cluster, namespace)
     finally:
         assert new.stop() == 0, f"HEAD's operator did not stop cleanly:\n{new.tail()}"
 
+    assert moved == {"web-00": "2", "web-01": None, "web-03": "2"}, moved
     declared = declared_template_changes(CHANGELOG.read_text())
     problems = upgrade_problems(before, after, declared)
     assert not problems, (

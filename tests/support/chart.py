@@ -38,7 +38,8 @@ MANAGER_RULES: frozenset[Rule] = frozenset(
     | {(GROUP, "webservers/finalizers", "update")}
     | {("apps", "deployments", v) for v in ("get", "list", "watch", "create", "patch")}
     | {("", "services", v) for v in ("get", "list", "watch", "create", "patch")}
-    | {("", "events", v) for v in ("create", "patch")}
+    | {("policy", "poddisruptionbudgets", v) for v in ("get", "list", "watch", "create", "patch", "delete")}
+    | {("", "events", v) for v in ("list", "create", "patch")}
 )
 # Unsharded: get and update the leader Lease (by name), create it, and list the Leases of the release namespace to
 # see whether sharded replicas still hold shard Leases (a change of --shards in progress; list cannot be limited by

@@ -27,6 +27,7 @@ EXPECTED: dict[str, tuple[str, set[str]]] = {
     "rest_client_request_duration_seconds": ("histogram", {"verb", "host"}),
     "leader_election_master_status": ("gauge", {"name"}),
     "webserver_operator_managed_webservers": ("gauge", set()),
+    "webserver_operator_template_revision_webservers": ("gauge", {"revision"}),
     "webserver_operator_webserver_ready_status": ("gauge", {"namespace", "name", "condition"}),
     "webserver_operator_drift_repairs_total": ("counter", {"kind"}),
     "webserver_operator_watch_restarts_total": ("counter", {"resource", "reason"}),
@@ -56,6 +57,7 @@ def touch_everything() -> None:
     metrics.REST_CLIENT_REQUEST_DURATION.labels(verb="GET", host="h:6443").observe(0.003)
     metrics.LEADER_ELECTION_MASTER_STATUS.labels(name="webserver-operator").set(1)
     metrics.MANAGED_WEBSERVERS.set(0)
+    metrics.TEMPLATE_REVISION_WEBSERVERS.labels(revision="1").set(0)
     metrics.DRIFT_REPAIRS.labels(kind="Deployment").inc(0)
     metrics.WATCH_RESTARTS.labels(resource="deployments", reason="timeout").inc(0)
     metrics.WATCH_RELISTS.labels(resource="deployments").inc(0)

@@ -246,6 +246,90 @@ class SecurityContext(_Model):
     seccomp_profile: SeccompProfile | None = Field(default=None, description="The container's seccomp profile.")
 
 
+PROBE_PATH_PATTERN = r"^/[A-Za-z0-9._~!$&'()*+,;=:@/%?-]*$"
+"""An absolute URL path (and optional query) of printable characters, no spaces, no scheme or host: the kubelet sends
+it to the pod's own IP, and nothing in it can point the probe anywhere else."""
+PROBE_PATH_MAX_LENGTH = 1024
+
+
+class Probe(_Model):
+    """How often and how patiently one probe of the web container asks its HTTP path.
+
+    Defaults: asked every 5 seconds, 2 seconds to answer, 3 failures in a row to fail (15 seconds): quick enough that
+    a pod that stops serving leaves the Service within seconds, patient enough that one slow answer on a loaded node
+    does not. The handler itself (an HTTP GET of ``spec.health.path`` on the ``http`` port of the pod's own IP) is
+    not settable: no host, command, TCP or gRPC handler, so a WebServer's probes reach only its own pod.
+    """
+
+    initial_delay_seconds: int = Field(
+        default=0,
+        ge=0,
+        le=3600,
+        description="Seconds after the container starts before the first probe (0-3600). Default 0.",
+    )
+    period_seconds: int = Field(default=5, ge=1, le=300, description="Seconds between two probes (1-300). Default 5.")
+    timeout_seconds: int = Field(
+        default=2,
+        ge=1,
+        le=60,
+        description="Seconds an answer may take before the probe counts as failed (1-60). Default 2.",
+    )
+    failure_threshold: int = Field(
+        default=3,
+        ge=1,
+        le=120,
+        description="Failed probes in a row that make the probe fail (1-120). Default 3.",
+    )
+
+
+class ReadinessProbe(Probe):
+    """The readiness probe: a pod receives traffic from the Service only while it passes. On unless disabled."""
+
+    enabled: bool = Field(
+        default=True,
+        description=(
+            "Whether the pods are probed for readiness (default true). Without it a pod gets traffic, and counts as "
+            "ready, as soon as its container starts, whether or not it serves."
+        ),
+    )
+
+
+class Health(_Model):
+    """How the operator checks that a web server pod serves: HTTP GETs of one path on the container's `http` port."""
+
+    path: str = Field(
+        default="/",
+        min_length=1,
+        max_length=PROBE_PATH_MAX_LENGTH,
+        pattern=PROBE_PATH_PATTERN,
+        description=(
+            "Path every probe GETs on the pod's `http` port, e.g. /healthz (default /). An answer from 200 to 399 "
+            "passes; a redirect is not followed to another host."
+        ),
+    )
+    readiness: ReadinessProbe | None = Field(
+        default=None,
+        description=(
+            "Readiness probe: on by default (every 5s, 2s timeout, 3 failures). A pod joins the Service, and the "
+            "WebServer counts it as ready, only once it answers; a rollout replaces an old pod only then."
+        ),
+    )
+    liveness: Probe | None = Field(
+        default=None,
+        description=(
+            "Liveness probe, off unless set: the kubelet restarts a container that fails it. Set it only for servers "
+            "that can hang without exiting; a path that also fails under load restarts busy pods."
+        ),
+    )
+    startup: Probe | None = Field(
+        default=None,
+        description=(
+            "Startup probe, off unless set: liveness and readiness wait until it passes once. For servers that take "
+            "long to start: failureThreshold x periodSeconds is the time they get."
+        ),
+    )
+
+
 class WebServerSpec(_Model):
     """Desired state: which image to run, how many copies, and how it is exposed."""
 
@@ -301,6 +385,13 @@ class WebServerSpec(_Model):
             "{runAsNonRoot: true, allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}, "
             "seccompProfile: {type: RuntimeDefault}}. Enforced while set; when absent the container's securityContext "
             "is left to others (an admission webhook that hardens pods keeps working)."
+        ),
+    )
+    health: Health | None = Field(
+        default=None,
+        description=(
+            "Health checks of the web server pods: HTTP GETs of a path on the `http` port. Leave it out for a "
+            "readiness probe of / (a pod counts as ready, and gets traffic, only once it answers)."
         ),
     )
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
-__all__ = ["DEPLOYMENTS", "EVENTS", "LEASES", "NAMESPACES", "SERVICES", "Resource"]
+__all__ = ["DEPLOYMENTS", "EVENTS", "LEASES", "NAMESPACES", "PODDISRUPTIONBUDGETS", "SERVICES", "Resource"]
 
 
 def _segment(value: str, *, what: str) -> str:
@@ -67,6 +67,7 @@ class Resource:
 
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
 SERVICES = Resource("", "v1", "services", "Service")
+PODDISRUPTIONBUDGETS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget")
 EVENTS = Resource("", "v1", "events", "Event")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)

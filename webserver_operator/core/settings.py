@@ -172,6 +172,16 @@ class ControllerSettings(_Section):
         "level's list, an Unconfined seccomp profile and anything else baseline forbids are refused) or privileged "
         "(accepted: a risk, every WebServer editor can then ask for privileged pods; see docs/security.md).",
     )
+    template_upgrade_rate: float = Field(
+        default=0.0,
+        ge=0,
+        le=1000,
+        allow_inf_nan=False,
+        description="WebServers per minute the operator moves, on its own, to the newest pod template revision (one "
+        "rolling update each; never more than that many rolling at once, none while one of them is stuck). 0 (the "
+        "default): only a WebServer's own pod-template change or its webserver-operator.dev/template-upgrade "
+        "annotation moves it (docs/upgrades.md).",
+    )
 
 
 class LeaseSettings(_Section):

@@ -33,12 +33,18 @@ from typing import Any, Final
 
 from webserver_operator.core.quantity import MILLI, quantities_equal
 from webserver_operator.core.vocabulary import KubeObject, controller_of
-from webserver_operator.desired import CONTAINER_NAME
+from webserver_operator.desired import CONTAINER_NAME, template_revision_of
 
 _DEFAULT_PROTOCOL: Final = "TCP"
 _DEFAULT_REPLICAS: Final = 1
 _DEFAULT_SERVICE_TYPE: Final = "ClusterIP"
 _RESOURCE_LISTS: Final = ("limits", "requests")
+_BUDGET_FIELDS: Final = ("maxUnavailable", "selector", "unhealthyPodEvictionPolicy")
+_DEFAULT_GRACE_SECONDS: Final = 30
+_PROBES: Final = ("readinessProbe", "livenessProbe", "startupProbe")
+_PROBE_DEFAULTS: Final = {"timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3}
+#: The first template revision with probes, preStop, grace period and strategy (``desired.TEMPLATE_REVISIONS``).
+_AVAILABILITY_REVISION: Final = 2
 #: Pod fields that would hand the pods more than the WebServer asks for; enforced like any owned field.
 _POD_PRIVILEGE_FIELDS: Final = ("automountServiceAccountToken", "enableServiceLinks")
 
@@ -60,12 +66,33 @@ def merge_owned_deployment(live: KubeObject, desired: KubeObject) -> KubeObject:
     want_replicas = want_spec.get("replicas", _DEFAULT_REPLICAS)
     if spec.get("replicas", _DEFAULT_REPLICAS) != want_replicas:
         spec["replicas"] = want_replicas
+    revised = template_revision_of(desired) >= _AVAILABILITY_REVISION
+    if revised:
+        _merge_rollout(spec, want_spec)
 
     want_template = want_spec.get("template") or {}
     template = _child(spec, "template")
     _merge_labels(template, (want_template.get("metadata") or {}).get("labels") or {})
-    _merge_pod_spec(_child(template, "spec"), want_template.get("spec") or {})
+    _merge_pod_spec(_child(template, "spec"), want_template.get("spec") or {}, revised=revised)
     return merged
+
+
+def _merge_rollout(spec: KubeObject, want: KubeObject) -> None:
+    """Revision 2's Deployment fields: the strategy and ``minReadySeconds``, compared with the server's defaults."""
+    if _normalise_strategy(spec.get("strategy")) != _normalise_strategy(want.get("strategy")):
+        spec["strategy"] = want.get("strategy")
+    if (spec.get("minReadySeconds") or 0) != (want.get("minReadySeconds") or 0):
+        spec["minReadySeconds"] = want.get("minReadySeconds") or 0
+
+
+def _normalise_strategy(strategy: dict[str, Any] | None) -> tuple[Any, ...]:
+    """A strategy as the API server defaults it: RollingUpdate with 25% / 25% unless set (Recreate has no numbers)."""
+    strategy = strategy or {}
+    kind = strategy.get("type") or "RollingUpdate"
+    if kind != "RollingUpdate":
+        return (kind,)
+    rolling = strategy.get("rollingUpdate") or {}
+    return (kind, rolling.get("maxUnavailable", "25%"), rolling.get("maxSurge", "25%"))
 
 
 def merge_owned_service(live: KubeObject, desired: KubeObject) -> KubeObject:
@@ -89,6 +116,27 @@ def merge_owned_service(live: KubeObject, desired: KubeObject) -> KubeObject:
     return merged
 
 
+def merge_owned_budget(live: KubeObject, desired: KubeObject) -> KubeObject:
+    """A copy of ``live`` with the operator-owned PodDisruptionBudget fields set from ``desired`` where they differ.
+
+    Owned: our labels and ownerReference, ``spec.selector``, ``spec.maxUnavailable`` (a ``minAvailable`` set beside it
+    is removed: the two exclude each other) and ``spec.unhealthyPodEvictionPolicy``. Raises ValueError for a budget
+    controlled by someone else (see ``merge_owned_deployment``).
+    """
+    merged = dict(live)
+    _merge_metadata(merged, desired)
+    want_spec = desired.get("spec") or {}
+    spec = live.get("spec") or {}
+    drift = {key: want_spec.get(key) for key in _BUDGET_FIELDS if spec.get(key) != want_spec.get(key)}
+    if spec.get("minAvailable") is not None:
+        drift["minAvailable"] = None
+    if drift:
+        spec = _child(merged, "spec")
+        for key, value in drift.items():
+            _set_or_drop(spec, key, value)
+    return merged
+
+
 def selector_mismatch(live: KubeObject, desired: KubeObject) -> bool:
     """Whether the live Deployment's (immutable) ``spec.selector`` differs from the desired one.
 
@@ -105,6 +153,7 @@ def _normalise_selector(obj: KubeObject) -> tuple[dict[str, Any], list[Any]]:
 def _merge_metadata(merged: KubeObject, desired: KubeObject) -> None:
     want_meta = desired.get("metadata") or {}
     _merge_labels(merged, want_meta.get("labels") or {})
+    _merge_annotations(merged, want_meta.get("annotations") or {})
     want_ref = controller_of(desired)
     if want_ref is not None:
         _merge_owner_reference(merged, want_ref)
@@ -116,6 +165,14 @@ def _merge_labels(obj: KubeObject, want: dict[str, str]) -> None:
     drifted = {key: value for key, value in want.items() if labels.get(key) != value}
     if drifted:
         _child(_child(obj, "metadata"), "labels").update(drifted)
+
+
+def _merge_annotations(obj: KubeObject, want: dict[str, str]) -> None:
+    """Set our annotation keys (the template revision); other keys are someone else's."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    drifted = {key: value for key, value in want.items() if annotations.get(key) != value}
+    if drifted:
+        _child(_child(obj, "metadata"), "annotations").update(drifted)
 
 
 def _merge_owner_reference(obj: KubeObject, want: dict[str, Any]) -> None:
@@ -139,7 +196,7 @@ def _merge_owner_reference(obj: KubeObject, want: dict[str, Any]) -> None:
     _child(obj, "metadata")["ownerReferences"] = refs
 
 
-def _merge_pod_spec(pod_spec: KubeObject, want: KubeObject) -> None:
+def _merge_pod_spec(pod_spec: KubeObject, want: KubeObject, *, revised: bool = False) -> None:
     want_container = next((c for c in want.get("containers") or [] if c.get("name") == CONTAINER_NAME), None)
     if want_container is not None:
         containers = list(pod_spec.get("containers") or [])
@@ -147,9 +204,18 @@ def _merge_pod_spec(pod_spec: KubeObject, want: KubeObject) -> None:
         if index is None:
             containers.append(want_container)
         else:
-            containers[index] = container = dict(containers[index])
+            container = dict(containers[index])
             _merge_container(container, want_container)
-        pod_spec["containers"] = containers
+            if revised:
+                _merge_availability(container, want_container)
+            if container != containers[index]:
+                containers[index] = container
+        if containers != pod_spec.get("containers"):
+            pod_spec["containers"] = containers
+    if revised:
+        want_grace = want.get("terminationGracePeriodSeconds", _DEFAULT_GRACE_SECONDS)
+        if pod_spec.get("terminationGracePeriodSeconds", _DEFAULT_GRACE_SECONDS) != want_grace:
+            pod_spec["terminationGracePeriodSeconds"] = want_grace
 
     for key in _POD_PRIVILEGE_FIELDS:
         if key in want and pod_spec.get(key) != want[key]:
@@ -175,6 +241,33 @@ def _merge_container(container: KubeObject, want: KubeObject) -> None:
     want_security = want.get("securityContext")
     if want_security is not None and container.get("securityContext") != want_security:
         container["securityContext"] = want_security
+
+
+def _merge_availability(container: KubeObject, want: KubeObject) -> None:
+    """Revision 2's container fields: the three probes (set or absent, as ``spec.health`` says) and the preStop pause.
+
+    Compared with the API server's probe defaults filled in (``_normalise_probe``), so a stored probe equals the one
+    rendered. Only ``lifecycle.preStop`` is ours: a ``postStart`` someone else set stays.
+    """
+    for key in _PROBES:
+        if _normalise_probe(container.get(key)) != _normalise_probe(want.get(key)):
+            _set_or_drop(container, key, want.get(key))
+    want_pre_stop = (want.get("lifecycle") or {}).get("preStop")
+    lifecycle = container.get("lifecycle") or {}
+    if lifecycle.get("preStop") != want_pre_stop:
+        lifecycle = {**lifecycle, "preStop": want_pre_stop}
+        _set_or_drop(container, "lifecycle", {k: v for k, v in lifecycle.items() if v is not None})
+
+
+def _normalise_probe(probe: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A probe with the API server's defaults made explicit and zero values dropped (``initialDelaySeconds: 0``)."""
+    if not probe:
+        return None
+    normalised = {**_PROBE_DEFAULTS, **{k: v for k, v in probe.items() if v not in (None, 0)}}
+    get = normalised.get("httpGet")
+    if isinstance(get, dict):
+        normalised["httpGet"] = {"scheme": "HTTP", **{k: v for k, v in get.items() if v not in (None, "")}}
+    return normalised
 
 
 def _normalise_container_ports(ports: list[dict[str, Any]] | None) -> list[dict[str, Any]]:

@@ -30,6 +30,8 @@ writes to the API through the no-retry client view, so failures go back to the w
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,7 +45,7 @@ from webserver_operator.api.models import WEBSERVERS, WebServer
 from webserver_operator.core import resourceversion
 from webserver_operator.core.jsondiff import Difference, compare
 from webserver_operator.core.podsecurity import PodSecurityLevel, baseline_violations
-from webserver_operator.core.resources import DEPLOYMENTS, SERVICES, Resource
+from webserver_operator.core.resources import DEPLOYMENTS, PODDISRUPTIONBUDGETS, SERVICES, Resource
 from webserver_operator.core.vocabulary import (
     MERGE_PATCH,
     ApiRequests,
@@ -53,14 +55,35 @@ from webserver_operator.core.vocabulary import (
     api_group,
     controller_of,
 )
-from webserver_operator.desired import child_name, desired_deployment, desired_service, orphan_of
+from webserver_operator.desired import (
+    TEMPLATE_REVISION,
+    child_name,
+    desired_deployment,
+    desired_pdb,
+    desired_service,
+    orphan_of,
+    template_revision_of,
+)
 from webserver_operator.kube.client import FIELD_MANAGER
 from webserver_operator.kube.errors import ApiError, Conflict, NotFound, TransportError
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.fights import FightLog, last_writer
-from webserver_operator.reconcile.owned import merge_owned_deployment, merge_owned_service, selector_mismatch
+from webserver_operator.reconcile.owned import (
+    merge_owned_budget,
+    merge_owned_deployment,
+    merge_owned_service,
+    selector_mismatch,
+)
+from webserver_operator.reconcile.probes import ProbeFailures
 from webserver_operator.reconcile.problems import GARBAGE_COLLECTION, GC_PATIENCE, Problem, from_api_error
 from webserver_operator.reconcile.recreates import RecentCreates
+from webserver_operator.reconcile.revisions import (
+    Pacer,
+    RevisionCounts,
+    pending_message,
+    revision_for,
+    upgrade_requested,
+)
 from webserver_operator.reconcile.status import (
     PROGRESS_DETAIL_INTERVAL,
     Observation,
@@ -85,6 +108,8 @@ class Caches:
     webservers: ObjectReader
     deployments: ObjectReader
     services: ObjectReader
+    #: The PodDisruptionBudgets the operator labelled; None: budgets are not managed (a reader without that informer).
+    disruption_budgets: ObjectReader | None = None
 
 
 @dataclass(frozen=True)
@@ -93,7 +118,7 @@ class _Child:
 
     resource: Resource
     cache: ObjectReader
-    desired: Callable[[WebServer], KubeObject]
+    desired: Callable[[WebServer], KubeObject | None]
     merge: Callable[[KubeObject, KubeObject], KubeObject]
     immutable_selector: bool = False
 
@@ -116,6 +141,7 @@ class WebServerReconciler:
         caches: Caches,
         recorder: EventRecorder,
         pod_security: PodSecurityLevel = "baseline",
+        template_upgrade_rate: float = 0.0,
         clock: Callable[[], datetime] = lambda: datetime.now(tz=UTC),
     ) -> None:
         self._api = api
@@ -148,14 +174,24 @@ class WebServerReconciler:
         #: WebServers (key: the cached uid) whose quick re-create found the owner gone or replaced on the API server:
         #: until a check passes, their children are not created again before the owner is read (``_confirm_owner``).
         self._owner_behind: dict[ObjectKey, str] = {}
+        #: The template revision each WebServer's Deployment is at: the per-revision gauge.
+        self._revisions = RevisionCounts()
+        #: Moves WebServers left on an old template revision at the admin's pace (off at rate 0).
+        self._pacer = Pacer(template_upgrade_rate, lambda: self._clock().timestamp())
+        #: Why unready pods are unready: the kubelet's last probe failure, read only while they are.
+        self._probes = ProbeFailures(api, lambda: self._clock())  # noqa: PLW0108 - late bound: tests move the clock
         self._deployment = _Child(
             DEPLOYMENTS, caches.deployments, desired_deployment, merge_owned_deployment, immutable_selector=True
         )
         self._service = _Child(SERVICES, caches.services, desired_service, merge_owned_service)
+        self._budget = (
+            _Child(PODDISRUPTIONBUDGETS, caches.disruption_budgets, desired_pdb, merge_owned_budget)
+            if caches.disruption_budgets is not None
+            else None
+        )
+        self._children = tuple(c for c in (self._deployment, self._service, self._budget) if c is not None)
         # Each kind's repair counter exists at 0 from the start: a series born at 1 hides the first repair from rate().
-        self._repairs = {
-            child.kind: metrics.DRIFT_REPAIRS.labels(kind=child.kind) for child in (self._deployment, self._service)
-        }
+        self._repairs = {child.kind: metrics.DRIFT_REPAIRS.labels(kind=child.kind) for child in self._children}
 
     def forget(self, key: ObjectKey) -> None:
         """Drop every memory kept for ``key``: the WebServer is deleted, or its shard was handed to another replica.
@@ -165,7 +201,7 @@ class WebServerReconciler:
         on both. ``remembered_keys`` is its check.
         """
         self._problem_streak.pop(key, None)
-        self._not_ours -= {(key, child.kind) for child in (self._deployment, self._service)}
+        self._not_ours -= {(key, child.kind) for child in self._children}
         self._status_written.pop(key, None)
         self._status_put_at.pop(key, None)
         self._status_current.pop(key, None)
@@ -173,8 +209,11 @@ class WebServerReconciler:
         self._owner_behind.pop(key, None)
         self._fights.forget(*key)
         self._creates.forget(*key)
+        self._revisions.forget(key)
+        self._probes.forget(key)
+        self._pacer.forget(key)
         # The children are named like the WebServer (``desired.child_name``).
-        self.own_writes.forget(*key, kinds=(WEBSERVERS.kind, DEPLOYMENTS.kind, SERVICES.kind))
+        self.own_writes.forget(*key, kinds=(WEBSERVERS.kind, *(child.kind for child in self._children)))
 
     def remembered_keys(self) -> set[ObjectKey]:
         """Every WebServer some per-key memory of this reconciler still holds (what ``forget`` must clear)."""
@@ -188,6 +227,9 @@ class WebServerReconciler:
             | set(self._owner_behind)
             | self._fights.keys()
             | self._creates.keys()
+            | self._revisions.keys()
+            | self._probes.keys()
+            | self._pacer.keys()
             | self.own_writes.keys()
         )
 
@@ -210,13 +252,35 @@ class WebServerReconciler:
             return await self._refuse(obj, invalid_spec(err))
         seen = self._children_current(key, ws)
         if seen is None:
-            desired = {child: child.desired(ws) for child in (self._deployment, self._service)}
-            beyond = self._beyond_pod_security(desired[self._deployment])
+            live = self._deployment.cache.get((ws.namespace, child_name(ws)))
+            revision = revision_for(ws, live)
+            if revision < TEMPLATE_REVISION and self._pacer.take(key):
+                log.info(
+                    "moving to template revision %d at the admin's pace",
+                    TEMPLATE_REVISION,
+                    extra={"namespace": ws.namespace, "object_name": ws.name},
+                )
+                revision = TEMPLATE_REVISION
+            deployment = desired_deployment(ws, revision)
+            desired: dict[_Child, KubeObject | None] = {child: child.desired(ws) for child in self._children}
+            desired[self._deployment] = deployment
+            beyond = self._beyond_pod_security(deployment)
             if beyond:
                 self._children_clean.pop(key, None)
                 return await self._refuse(obj, beyond_baseline(beyond))
             seen = await self._sync_children(ws, desired)
+            await self._template_revision(ws, revision, seen)
+        self._pacer.observe(key, seen.deployment)
+        probe_failure, look_again = await self._probes.look(ws, seen.deployment)
+        if probe_failure is not None:
+            seen = dataclasses.replace(seen, probe_failure=probe_failure)
         held = await self._write_status(obj, seen, parsed=ws)
+        if seen.deployment is not None and template_revision_of(seen.deployment) < TEMPLATE_REVISION:
+            turn = self._pacer.retry_in()  # its turn comes at the admin's pace: look again then
+            look_again = turn if look_again is None or turn is None else min(look_again, turn)
+        if look_again is not None:
+            # Pods that never pass their probe change nothing in the Deployment until its deadline: look again.
+            held = look_again if held is None else min(held, look_again)
         return self._next_look(key, seen.problem, held=held)
 
     def _children_current(self, key: ObjectKey, ws: WebServer) -> Observation | None:
@@ -234,11 +298,31 @@ class WebServerReconciler:
         deployment, service = self._deployment.cache.get(name), self._service.cache.get(name)
         if deployment is None or service is None:
             return None
-        if clean != (ws.uid, ws.generation, _resource_version(deployment), _resource_version(service)):
+        budget = self._budget.cache.get(name) if self._budget is not None else None
+        versions = (_resource_version(deployment), _resource_version(service), _version_or_none(budget))
+        if clean != (ws.uid, ws.generation, *versions):
             return None
+        if template_revision_of(deployment) < TEMPLATE_REVISION and (upgrade_requested(ws) or self._pacer.has_room()):
+            return None  # annotated since (metadata only: the generation did not move), or its turn at the pace
         return Observation(deployment=deployment, service=service)
 
     # -- children ---------------------------------------------------------------------------------------------------
+
+    async def _template_revision(self, ws: WebServer, revision: int, seen: Observation) -> None:
+        """Count the WebServer at the revision its Deployment is at; say once how to move one left behind."""
+        key = (ws.namespace, ws.name)
+        if seen.deployment is None:
+            self._revisions.forget(key)
+            return
+        self._revisions.set(key, template_revision_of(seen.deployment))
+        if revision < TEMPLATE_REVISION:
+            await self._recorder.emit(
+                _involved(ws),
+                type_="Normal",
+                reason="TemplateUpgradePending",
+                message=pending_message(ws, revision, paced=self._pacer.active),
+                once_key=f"TemplateUpgradePending/{revision}",
+            )
 
     def _beyond_pod_security(self, deployment: KubeObject) -> list[str]:
         """What the desired pod template has beyond the allowed Pod Security level (nothing at ``privileged``)."""
@@ -246,21 +330,28 @@ class WebServerReconciler:
             return []
         return baseline_violations(deployment["spec"]["template"]["spec"])
 
-    async def _sync_children(self, ws: WebServer, desired: dict[_Child, KubeObject]) -> Observation:
+    async def _sync_children(self, ws: WebServer, desired: dict[_Child, KubeObject | None]) -> Observation:
         """Sync every child, concurrently (they are independent: one round trip instead of two on a create).
 
         Returns what each looks like now and the first problem met, in child order; other children are still synced.
         A retriable API error is reported once and raised (the first one, in child order) after all have run.
         The children this call created are reported in one ``Created`` Event: an Event is a write like any other, and
-        one per child would cost a bulk create a third of its writes.
+        one per child would cost a bulk create a third of its writes. The PodDisruptionBudget, which comes and goes with
+        the replica count, has Events of its own (``_budget_events``).
         """
-        children = (self._deployment, self._service)
+        children = self._children
         outcomes = await asyncio.gather(
-            *(self._sync_child(ws, child, desired[child]) for child in children), return_exceptions=True
+            *(
+                self._sync_child(ws, child, want) if want is not None else self._retire(ws, child)
+                for child, want in ((child, desired[child]) for child in children)
+            ),
+            return_exceptions=True,
         )
         involved = _involved(ws)
         made = [
-            child for child, out in zip(children, outcomes, strict=True) if isinstance(out, _Synced) and out.created
+            child
+            for child, out in zip(children, outcomes, strict=True)
+            if isinstance(out, _Synced) and out.created and child is not self._budget
         ]
         if made:
             # One log line and one Event for what this reconcile created, however many children that was.
@@ -299,16 +390,20 @@ class WebServerReconciler:
                 failure = failure or outcome
             else:
                 failure = failure or outcome
+        if self._budget is not None and self._budget in synced:
+            await self._budget_events(ws, synced[self._budget])
         if failure is not None:
             raise failure
         key = (ws.namespace, ws.name)
         deployment, service = synced[self._deployment], synced[self._service]
-        if deployment.clean and service.clean:
+        budget = synced[self._budget] if self._budget is not None else _Synced(None, clean=True)
+        if deployment.clean and service.clean and budget.clean:
             self._children_clean[key] = (
                 ws.uid,
                 ws.generation,
                 _resource_version(deployment.live or {}),
                 _resource_version(service.live or {}),
+                _version_or_none(budget.live),
             )
         else:
             self._children_clean.pop(key, None)
@@ -317,6 +412,46 @@ class WebServerReconciler:
             service=synced[self._service].live,
             problem=next((s.problem for s in synced.values() if s.problem is not None), None),
         )
+
+    async def _budget_events(self, ws: WebServer, synced: _Synced) -> None:
+        """The PodDisruptionBudget's own Events: created (with two or more replicas) and removed (below two)."""
+        name = child_name(ws)
+        if synced.created:
+            message = (
+                f"Created PodDisruptionBudget {name}: voluntary evictions (kubectl drain, node upgrades) take at most "
+                f"1 of the {ws.spec.replicas} pods at a time"
+            )
+        elif synced.removed:
+            message = (
+                f"Deleted PodDisruptionBudget {name}: with {ws.spec.replicas} replica(s) a budget could only hold "
+                "node drains forever; a drain now evicts the pod at once, and its replacement serves once ready"
+            )
+        else:
+            return
+        log.info("%s", message, extra={"namespace": ws.namespace, "object_name": ws.name})
+        await self._recorder.emit(
+            _involved(ws),
+            type_="Normal",
+            reason="Created" if synced.created else "Deleted",
+            message=message,
+        )
+
+    async def _retire(self, ws: WebServer, child: _Child) -> _Synced:
+        """Delete our child of a kind the WebServer no longer needs (the budget below two replicas).
+
+        Only a child controlled by this WebServer's uid is deleted, with the cached uid and resourceVersion as
+        preconditions: a foreign namesake, or one changed since, is never deleted (a 409, retried from fresh state).
+        Absent, or not ours: nothing to do (clean).
+        """
+        live = child.cache.get((ws.namespace, child_name(ws)))
+        owner = controller_of(live) if live is not None else None
+        if live is None or owner is None or owner.get("uid") != ws.uid:
+            return _Synced(None, clean=True)
+        meta = live.get("metadata") or {}
+        preconditions = {"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")}
+        with contextlib.suppress(NotFound):  # gone already: what we wanted
+            await self._api.request("DELETE", child.path(ws), body={"preconditions": preconditions})
+        return _Synced(None, removed=True)
 
     async def _sync_child(self, ws: WebServer, child: _Child, desired: KubeObject) -> _Synced:
         """Create, check and repair one child: what it looks like now, whether this call created it, any problem.
@@ -709,15 +844,19 @@ class _Synced:
     live: KubeObject | None
     problem: Problem | None = None
     created: bool = False
+    #: Deleted now: a child the WebServer no longer needs.
+    removed: bool = False
     #: Checked and found as desired, nothing written: the same version needs no check again (``_children_current``).
     clean: bool = False
 
 
-#: What a children check read: the WebServer's uid and generation, the Deployment's and Service's resourceVersions.
-_ChildrenVersions = tuple[str, int, str, str]
+#: What a children check read: the WebServer's uid and generation, the Deployment's and Service's resourceVersions and
+#: the PodDisruptionBudget's (None: absent).
+_ChildrenVersions = tuple[str, int, str, str, str | None]
 
-#: What a status decision reads: the WebServer's resourceVersion, its children's (None: absent), the problem's verdict.
-_StatusInputs = tuple[str, str | None, str | None, tuple[str, str, bool] | None]
+#: What a status decision reads: the WebServer's resourceVersion, its children's (None: absent), the problem's verdict
+#: and the pods' last probe failure.
+_StatusInputs = tuple[str, str | None, str | None, tuple[str, str, bool] | None, str | None]
 
 
 def _status_inputs(obj: KubeObject, seen: Observation | Refusal) -> _StatusInputs | None:
@@ -733,7 +872,7 @@ def _status_inputs(obj: KubeObject, seen: Observation | Refusal) -> _StatusInput
         return None
     problem = seen.problem
     verdict = None if problem is None else (problem.reason, problem.message, problem.stalled)
-    return (str(versions[0]), versions[1], versions[2], verdict)
+    return (str(versions[0]), versions[1], versions[2], verdict, seen.probe_failure)
 
 
 def _involved(ws: WebServer) -> KubeObject:
@@ -763,6 +902,10 @@ def _caught_up(cached: str, replaced: str, written: KubeObject) -> bool:
 
 def _resource_version(obj: KubeObject) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _version_or_none(obj: KubeObject | None) -> str | None:
+    return _resource_version(obj) if obj is not None else None
 
 
 def _uid(obj: KubeObject) -> str:

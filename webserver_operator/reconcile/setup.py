@@ -1,10 +1,10 @@
 """What wakes the WebServer reconciler, declared next to it (controller-runtime's ``SetupWithManager``).
 
 - For(WebServer): every WebServer event asks for its own key.
-- Owns(Deployment, Service): only the children the operator labelled (``CHILD_LABEL_SELECTOR``), each waking the
-  WebServer that controls it, or, for an orphan, the one its instance label names (so it can be adopted). A
-  Deployment whose availability changed wakes it at urgent priority (``reconcile.urgency``): that is what a user
-  waits to see in the status; one whose rollout only progressed wakes it after ``PROGRESS_DETAIL_INTERVAL``.
+- Owns(Deployment, Service, PodDisruptionBudget): only the children the operator labelled (``CHILD_LABEL_SELECTOR``),
+  each waking the WebServer that controls it, or, for an orphan, the one its instance label names (so it can be
+  adopted). A Deployment whose availability changed wakes it at urgent priority (``reconcile.urgency``): that is what
+  a user waits to see in the status; one whose rollout only progressed wakes it after ``PROGRESS_DETAIL_INTERVAL``.
 - Watches(Service deleted): a deleted Service frees a nodePort, so WebServers waiting on a problem look again now
   instead of at their next slow requeue.
 - Filters (``reconcile.triggers``): the echo of the reconciler's own write (a child it created or repaired, a status
@@ -23,7 +23,7 @@ import contextlib
 
 from webserver_operator import metrics
 from webserver_operator.api.models import WEBSERVERS
-from webserver_operator.core.resources import DEPLOYMENTS, SERVICES
+from webserver_operator.core.resources import DEPLOYMENTS, PODDISRUPTIONBUDGETS, SERVICES
 from webserver_operator.core.settings import ControllerSettings
 from webserver_operator.core.vocabulary import ApiRequests, EventType, KubeObject
 from webserver_operator.desired import CHILD_LABEL_SELECTOR, orphan_of
@@ -105,11 +105,16 @@ def setup_webserver_controller(cache: SharedCache, *, api: ApiRequests, settings
         webservers=webservers,
         deployments=cache.group(DEPLOYMENTS, label_selector=CHILD_LABEL_SELECTOR),
         services=cache.group(SERVICES, label_selector=CHILD_LABEL_SELECTOR),
+        disruption_budgets=cache.group(PODDISRUPTIONBUDGETS, label_selector=CHILD_LABEL_SELECTOR),
     )
     recorder = EventRecorder(api)
     ready_series = ReadySeries()
     reconciler = WebServerReconciler(
-        api=api, caches=caches, recorder=recorder, pod_security=settings.pod_security_level
+        api=api,
+        caches=caches,
+        recorder=recorder,
+        pod_security=settings.pod_security_level,
+        template_upgrade_rate=settings.template_upgrade_rate,
     )
 
     def bookkeeping(event_type: EventType, obj: KubeObject, _old: KubeObject | None) -> None:
@@ -147,6 +152,12 @@ def setup_webserver_controller(cache: SharedCache, *, api: ApiRequests, settings
             label_selector=CHILD_LABEL_SELECTOR,
             orphans=orphan_of,
             when=child_event_matters(reconciler.own_writes, SERVICES.kind),
+        )
+        .owns(
+            PODDISRUPTIONBUDGETS,
+            label_selector=CHILD_LABEL_SELECTOR,
+            orphans=orphan_of,
+            when=child_event_matters(reconciler.own_writes, PODDISRUPTIONBUDGETS.kind),
         )
         .watches(SERVICES, keys_on_delete(reconciler.keys_with_problems), label_selector=CHILD_LABEL_SELECTOR)
         .complete(reconciler)

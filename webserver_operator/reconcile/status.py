@@ -54,6 +54,8 @@ class Observation:
     deployment: KubeObject | None
     service: KubeObject | None
     problem: Problem | None = None
+    #: The kubelet's newest probe failure of a pod of the Deployment (``reconcile.probes``), while pods are unready.
+    probe_failure: str | None = None
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,14 @@ def next_status(
             except ValidationError:
                 return None
         ws = parsed
-        status = compute_status(ws, deployment=seen.deployment, service=seen.service, problem=seen.problem, now=now)
+        status = compute_status(
+            ws,
+            deployment=seen.deployment,
+            service=seen.service,
+            problem=seen.problem,
+            now=now,
+            probe_failure=seen.probe_failure,
+        )
     return status if status_changed(obj.get("status"), status) else None
 
 
@@ -135,6 +144,7 @@ def compute_status(
     service: KubeObject | None,
     problem: Problem | None,
     now: datetime,
+    probe_failure: str | None = None,
 ) -> dict[str, Any]:
     """The full status (camelCase JSON) of ``ws`` given its live children; ``now`` stamps condition transitions."""
     deployment_status = (deployment or {}).get("status") or {}
@@ -147,7 +157,7 @@ def compute_status(
     node_port = _service_node_port(service)
     if node_port is not None:
         status["nodePort"] = node_port
-    verdict = ready_verdict(ws, deployment=deployment, service=service, problem=problem)
+    verdict = ready_verdict(ws, deployment=deployment, service=service, problem=problem, probe_failure=probe_failure)
     stalled = (problem is not None and problem.stalled) or verdict["reason"] in _STALLED_REASONS
     status["conditions"] = _with_kstatus_conditions(
         _existing_conditions(ws), verdict, stalled=stalled, generation=ws.generation, now=now
@@ -205,8 +215,14 @@ def ready_verdict(
     deployment: KubeObject | None,
     service: KubeObject | None,
     problem: Problem | None,
+    probe_failure: str | None = None,
 ) -> ConditionDict:
-    """The Ready condition's type, status, reason and message; the most actionable cause of not-Ready wins."""
+    """The Ready condition's type, status, reason and message; the most actionable cause of not-Ready wins.
+
+    A probe failure (``reconcile.probes``) turns an unexplained wait (``RollingOut``, ``Scaling``) into
+    ``ProbeFailing`` with the kubelet's answer, and is added to ``ProgressDeadlineExceeded``'s message; it is not a
+    stall by itself: a server may still be starting. The Deployment's deadline makes it one.
+    """
     if problem is not None:
         return _verdict("False", problem.reason, problem.message)
     first_time = ws.status is None or ws.status.observed_generation is None
@@ -214,7 +230,30 @@ def ready_verdict(
         return _missing(ws, "Deployment", first_time=first_time)
     if service is None:
         return _missing(ws, "Service", first_time=first_time)
-    return _deployment_verdict(ws, deployment)
+    verdict = _deployment_verdict(ws, deployment)
+    if probe_failure is None or verdict["status"] == "True":
+        return verdict
+    if verdict["reason"] in _WAITS:
+        status = deployment.get("status") or {}
+        return _verdict(
+            "False",
+            "ProbeFailing",
+            f"{_count(status, 'availableReplicas')}/{ws.spec.replicas} pods available; pods of the current version "
+            f"fail their probe ({probe_failure}). Check that the image serves {_probe_path(ws)} on port "
+            f"{ws.spec.port} (spec.port, spec.health.path); pods that never pass are never sent traffic, and the "
+            "old ones keep serving.",
+        )
+    if verdict["reason"] == "ProgressDeadlineExceeded":
+        return _verdict("False", verdict["reason"], f"{verdict['message']} Last probe failure: {probe_failure}.")
+    return verdict
+
+
+#: Not-ready reasons that only say "waiting": a probe failure explains them better.
+_WAITS: Final = frozenset({"RollingOut", "Scaling"})
+
+
+def _probe_path(ws: WebServer) -> str:
+    return ws.spec.health.path if ws.spec.health is not None else "/"
 
 
 def _missing(ws: WebServer, kind: str, *, first_time: bool) -> ConditionDict:

@@ -14,7 +14,8 @@ write, yet costs a validation, two desired objects and two owned-field compariso
   reconcile that ended in an error is requeued by the work queue anyway. A resourceVersion names one stored state of
   one object, so the echo of our write can be told from anyone else's write by equality alone (never ordered).
 - ``child_change_matters``: a child MODIFIED event that leaves everything the reconciler reads of the child as it
-  was (identity, generation, labels, ownerReferences, deletionTimestamp, the whole spec, and the status fields
+  was (identity, generation, labels, ownerReferences, deletionTimestamp, the template revision annotation, the whole
+  spec, and the status fields
   ``reconcile.status.child_status_reads`` names) cannot change a comparison or the status. A spec drift, a label or
   owner change, or anything the status reads always passes.
 
@@ -31,6 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 from webserver_operator.core.vocabulary import EventType, KubeObject, object_key
+from webserver_operator.desired import TEMPLATE_REVISION_ANNOTATION
 from webserver_operator.reconcile.status import child_status_reads
 
 
@@ -90,5 +92,6 @@ def identity_and_spec(child: KubeObject) -> tuple[Any, ...]:
         meta.get("labels"),
         meta.get("ownerReferences"),
         meta.get("deletionTimestamp"),
+        (meta.get("annotations") or {}).get(TEMPLATE_REVISION_ANNOTATION),
         child.get("spec"),
     )

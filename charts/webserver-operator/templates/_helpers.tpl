@@ -134,10 +134,16 @@ watchNamespaces is set, by one Role per watched namespace.
 - apiGroups: [""]
   resources: ["services"]
   verbs: ["get", "list", "watch", "create", "patch"]
+# A WebServer with two or more replicas has a budget; below two it is deleted (only the operator's own, by uid).
+- apiGroups: ["policy"]
+  resources: ["poddisruptionbudgets"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 # Events are created (each with generateName); a repeat of the same Event patches its count and lastTimestamp.
+# Listed (the kubelet's Unhealthy Events of the namespace, by field selector) only while a WebServer's new pods stay
+# unready, to say which probe fails and why.
 - apiGroups: [""]
   resources: ["events"]
-  verbs: ["create", "patch"]
+  verbs: ["list", "create", "patch"]
 {{- end }}
 
 {{/*

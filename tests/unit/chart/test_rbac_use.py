@@ -12,8 +12,9 @@ tests/integration/test_manifests.py).
 The paths: informers list and watch WebServers, Deployments and Services; a first reconcile creates the children,
 records Events and writes status (answered 409 once, so it re-reads the WebServer); a reconcile whose cache missed
 the children meets 409 AlreadyExists, reads them and repairs a drifted one with a patch; the same drift twice
-more repeats an Event, which patches its count; the Lease is created, renewed and released; a scrape of ``/metrics``
-has its token and its access reviewed.
+more repeats an Event, which patches its count; pods that stay unready have their probe Events listed; a budget
+left by a WebServer scaled below two replicas is deleted; the Lease is created, renewed and released; a scrape of
+``/metrics`` has its token and its access reviewed.
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ from harness.paths import ROOT
 from tests.support.chart import GROUP, LEADER_ELECTION_RULES, MANAGER_RULES, OPERATOR_RULES, Rule
 from tests.support.factories import webserver
 from tests.support.fake_api import FakeApi, status_error
-from webserver_operator.api.models import WEBSERVERS
-from webserver_operator.core.resources import DEPLOYMENTS, EVENTS, LEASES, SERVICES
+from webserver_operator.api.models import WEBSERVERS, WebServer
+from webserver_operator.core.resources import DEPLOYMENTS, EVENTS, LEASES, PODDISRUPTIONBUDGETS, SERVICES
 from webserver_operator.core.settings import ControllerSettings, LeaseSettings, WatchSettings
 from webserver_operator.core.vocabulary import QueryValue, RequestOptions
+from webserver_operator.desired import desired_pdb
 from webserver_operator.kube.paths import parse_path, rbac_verb
 from webserver_operator.manager.metrics.auth import MetricsAuth
 from webserver_operator.manager.metrics.reviews import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
@@ -43,7 +45,7 @@ from webserver_operator.runtime.informers.cache import InformerCache
 from webserver_operator.runtime.leases.lease import Lease
 from webserver_operator.runtime.sharding.shardset import no_shard_leases_live
 
-NS, NAME = "team-a", "web"
+NS, NAME, SOLO = "team-a", "web", "solo"
 
 #: Checked by an admission plugin, not by a request: setting blockOwnerDeletion on the children's ownerReferences
 #: needs update on the owner's finalizers where OwnerReferencesPermissionEnforcement is on.
@@ -96,8 +98,17 @@ def service_port(api: FakeApi) -> object:
     return ((service.get("spec") or {}).get("ports") or [{}])[0].get("port")
 
 
+def budget_allows(api: FakeApi) -> object:
+    budget = api.get(PODDISRUPTIONBUDGETS.path(namespace=NS, name=NAME)) or {}
+    return (budget.get("spec") or {}).get("maxUnavailable")
+
+
 async def reconcile_everything(api: RecordingApi) -> None:
     api.put(WEBSERVERS.path(namespace=NS), webserver(NAME, namespace=NS, replicas=2, port=80))
+    solo = api.put(WEBSERVERS.path(namespace=NS), webserver(SOLO, namespace=NS, replicas=1, port=80))
+    left = desired_pdb(WebServer.model_validate({**solo, "spec": {**solo["spec"], "replicas": 2}}))
+    assert left is not None
+    api.put(PODDISRUPTIONBUDGETS.path(namespace=NS), left)
     status = WEBSERVERS.path(namespace=NS, name=NAME) + "/status"
     api.fail("PUT", status, status_error(409, "Conflict", method="PUT", path=status))
     cache = InformerCache(api, WatchSettings(namespaces=[NS]))
@@ -119,8 +130,12 @@ async def reconcile_everything(api: RecordingApi) -> None:
         service["spec"]["ports"][0]["port"] = 8080
         api.put(DEPLOYMENTS.path(namespace=NS), deployment)
         api.put(SERVICES.path(namespace=NS), service)
+        budget = api.get(PODDISRUPTIONBUDGETS.path(namespace=NS, name=NAME))
+        assert budget is not None
+        budget["spec"]["maxUnavailable"] = 0
+        api.put(PODDISRUPTIONBUDGETS.path(namespace=NS), budget)
         controller.enqueue((NS, NAME))
-        await until(lambda: replicas(api) == 2 and service_port(api) == 80)
+        await until(lambda: replicas(api) == 2 and service_port(api) == 80 and budget_allows(api) == 1)
         for _ in range(2):  # the same change again: the same Event, whose count is patched up the second time
             deployment = api.get(DEPLOYMENTS.path(namespace=NS, name=NAME))
             assert deployment is not None
@@ -129,6 +144,22 @@ async def reconcile_everything(api: RecordingApi) -> None:
             controller.enqueue((NS, NAME))
             await until(lambda: replicas(api) == 2)
         await until(lambda: any(e.get("count", 1) > 1 for e in api.collections[EVENTS.path(namespace=NS)].values()))
+        # Pods of the current version that stay unready: the kubelet's probe Events are listed.
+        deployment = api.get(DEPLOYMENTS.path(namespace=NS, name=NAME))
+        assert deployment is not None
+        deployment["status"] = {
+            "observedGeneration": deployment["metadata"].get("generation", 1),
+            "replicas": 2,
+            "updatedReplicas": 2,
+            "readyReplicas": 1,
+            "availableReplicas": 1,
+            "conditions": [{"type": "Progressing", "status": "True", "lastUpdateTime": "2020-01-01T00:00:00Z"}],
+        }
+        api.put(DEPLOYMENTS.path(namespace=NS), deployment)
+        controller.enqueue((NS, NAME))
+        await until(lambda: ("", "events", "list") in api.used)
+        # A WebServer scaled below two replicas while the operator was away: its budget, listed at start, is deleted.
+        await until(lambda: api.get(PODDISRUPTIONBUDGETS.path(namespace=NS, name=SOLO)) is None)
     finally:
         await controller.stop(1.0)
         await asyncio.gather(running, return_exceptions=True)

@@ -11,11 +11,13 @@ from webserver_operator.desired import (
     CHILD_LABEL_SELECTOR,
     child_labels,
     desired_deployment,
+    desired_pdb,
     desired_service,
     orphan_of,
     owner_reference,
     selector_labels,
     selector_string,
+    template_revision_of,
 )
 
 make_ws = partial(webserver_model, replicas=None)  # the spec as written: an image, the rest the CRD's defaults
@@ -61,8 +63,8 @@ def test_owner_reference_needs_a_uid() -> None:
         owner_reference(WebServer.model_validate(webserver(namespace="team-a", replicas=None)))
 
 
-def test_desired_deployment_minimal() -> None:
-    assert desired_deployment(make_ws()) == {
+def test_template_revision_1_is_the_0_1_0_rendering() -> None:
+    assert desired_deployment(make_ws(), 1) == {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {"name": "web", "namespace": "team-a", "labels": LABELS, "ownerReferences": [OWNER]},
@@ -83,6 +85,93 @@ def test_desired_deployment_minimal() -> None:
                     "enableServiceLinks": False,
                 },
             },
+        },
+    }
+
+
+def test_revision_2_adds_a_readiness_probe_a_pre_stop_pause_and_a_rollout_that_keeps_serving_pods() -> None:
+    deployment = desired_deployment(make_ws())
+    assert deployment["metadata"]["annotations"] == {"webserver-operator.dev/template-revision": "2"}
+    spec = deployment["spec"]
+    assert spec["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": "25%"}}
+    assert spec["minReadySeconds"] == 5
+    pod = spec["template"]["spec"]
+    assert pod["terminationGracePeriodSeconds"] == 30
+    (container,) = pod["containers"]
+    assert container["readinessProbe"] == {
+        "httpGet": {"path": "/", "port": "http", "scheme": "HTTP"},
+        "periodSeconds": 5,
+        "timeoutSeconds": 2,
+        "failureThreshold": 3,
+        "successThreshold": 1,
+    }
+    assert "livenessProbe" not in container and "startupProbe" not in container
+    assert container["lifecycle"] == {"preStop": {"sleep": {"seconds": 10}}}
+    assert pod["terminationGracePeriodSeconds"] > container["lifecycle"]["preStop"]["sleep"]["seconds"]
+
+
+def test_health_sets_the_path_and_timings_of_every_probe_and_can_turn_readiness_off() -> None:
+    health = {
+        "path": "/healthz?full=1",
+        "readiness": {"enabled": False},
+        "liveness": {"periodSeconds": 20, "timeoutSeconds": 5, "failureThreshold": 6},
+        "startup": {"initialDelaySeconds": 3, "failureThreshold": 60},
+    }
+    (container,) = desired_deployment(make_ws(health=health))["spec"]["template"]["spec"]["containers"]
+    assert "readinessProbe" not in container
+    assert container["livenessProbe"] == {
+        "httpGet": {"path": "/healthz?full=1", "port": "http", "scheme": "HTTP"},
+        "periodSeconds": 20,
+        "timeoutSeconds": 5,
+        "failureThreshold": 6,
+        "successThreshold": 1,
+    }
+    assert container["startupProbe"]["initialDelaySeconds"] == 3
+    assert container["startupProbe"]["failureThreshold"] == 60
+
+
+def test_probes_only_ever_get_the_pods_own_http_port() -> None:
+    """No host, exec, tcpSocket or grpc handler can come from a WebServer: Pod Security baseline forbids probe hosts."""
+    health = {"path": "/", "liveness": {}, "startup": {}, "host": "169.254.169.254", "exec": {"command": ["sh"]}}
+    (container,) = desired_deployment(make_ws(health=health))["spec"]["template"]["spec"]["containers"]
+    for key in ("readinessProbe", "livenessProbe", "startupProbe"):
+        assert set(container[key]) - {"httpGet", "periodSeconds", "timeoutSeconds", "failureThreshold"} == {
+            "successThreshold"
+        }
+        assert container[key]["httpGet"] == {"path": "/", "port": "http", "scheme": "HTTP"}
+
+
+def test_an_unknown_template_revision_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown template revision 3"):
+        desired_deployment(make_ws(), 3)
+
+
+@pytest.mark.parametrize(
+    ("annotations", "revision"),
+    [
+        (None, 1),
+        ({"webserver-operator.dev/template-revision": "2"}, 2),
+        ({"webserver-operator.dev/template-revision": "9"}, 2),
+        ({"webserver-operator.dev/template-revision": "x"}, 1),
+    ],
+)
+def test_the_recorded_revision_is_read_from_the_deployment_metadata(
+    annotations: dict[str, str] | None, revision: int
+) -> None:
+    assert template_revision_of({"metadata": {"annotations": annotations}}) == revision
+
+
+def test_a_pdb_allows_one_eviction_at_a_time_from_two_replicas_and_none_below() -> None:
+    assert desired_pdb(make_ws(replicas=1)) is None
+    assert desired_pdb(make_ws(replicas=0)) is None
+    assert desired_pdb(make_ws(replicas=2)) == {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web", "namespace": "team-a", "labels": LABELS, "ownerReferences": [OWNER]},
+        "spec": {
+            "maxUnavailable": 1,
+            "selector": {"matchLabels": SELECTOR},
+            "unhealthyPodEvictionPolicy": "AlwaysAllow",
         },
     }
 

@@ -56,12 +56,14 @@ def stored_deployment(desired: Obj) -> Obj:
     """``desired`` as a GET returns it after a create: server defaults added, quantities canonicalised."""
     live = copy.deepcopy(desired)
     live["metadata"] = server_metadata(desired)
-    live["metadata"]["annotations"] = {"deployment.kubernetes.io/revision": "1"}
+    live["metadata"]["annotations"] = {
+        **desired["metadata"].get("annotations", {}),
+        "deployment.kubernetes.io/revision": "1",
+    }
     spec = live["spec"]
-    spec.update(
-        progressDeadlineSeconds=600,
-        revisionHistoryLimit=10,
-        strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
+    spec.update(progressDeadlineSeconds=600, revisionHistoryLimit=10)
+    spec.setdefault(
+        "strategy", {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
     )
     spec["template"]["metadata"]["creationTimestamp"] = None
     pod = spec["template"]["spec"]
@@ -70,8 +72,8 @@ def stored_deployment(desired: Obj) -> Obj:
         restartPolicy="Always",
         schedulerName="default-scheduler",
         securityContext={},
-        terminationGracePeriodSeconds=30,
     )
+    pod.setdefault("terminationGracePeriodSeconds", 30)
     for container in pod["containers"]:
         container.update(
             imagePullPolicy="IfNotPresent",
@@ -111,8 +113,8 @@ def touched_by_others(deployment: Obj) -> Obj:
     template["metadata"]["labels"]["sidecar.istio.io/inject"] = "true"
     template["spec"]["containers"].append({"name": "istio-proxy", "image": "istio/proxyv2:1.22"})
     template["spec"]["containers"][0]["imagePullPolicy"] = "Always"
-    live["spec"]["strategy"] = {"type": "Recreate"}
     live["spec"]["paused"] = False
+    live["spec"]["progressDeadlineSeconds"] = 300
     return live
 
 
@@ -377,8 +379,96 @@ def test_deployment_drift(
     template = merged["spec"]["template"]
     assert template["metadata"]["annotations"] == {"kubectl.kubernetes.io/restartedAt": "2024-05-02T10:00:00Z"}
     assert merged["metadata"]["annotations"] == live["metadata"]["annotations"]
-    assert merged["spec"]["strategy"] == {"type": "Recreate"}
+    assert merged["spec"]["progressDeadlineSeconds"] == 300
     assert _container(merged, "istio-proxy") == {"name": "istio-proxy", "image": "istio/proxyv2:1.22"}
+
+
+# --- template revision 2: probes, preStop, grace period, strategy --------------------------------------------------
+
+REVISION_2_DRIFT: list[tuple[str, Obj, Callable[[Obj], None], list[str]]] = [
+    (
+        "readiness-probe-removed-by-hand",
+        {},
+        lambda live: _container(live).pop("readinessProbe"),
+        ["spec.template.spec.containers[web].readinessProbe"],
+    ),
+    (
+        "readiness-probe-path-edited",
+        {},
+        lambda live: _container(live)["readinessProbe"]["httpGet"].update(path="/other"),
+        ["spec.template.spec.containers[web].readinessProbe.httpGet.path"],
+    ),
+    (
+        "readiness-turned-off-in-the-webserver",
+        {"health": {"readiness": {"enabled": False}}},
+        lambda live: _container(live).update(
+            readinessProbe={"httpGet": {"path": "/", "port": "http", "scheme": "HTTP"}, "periodSeconds": 5}
+        ),
+        ["spec.template.spec.containers[web].readinessProbe"],
+    ),
+    (
+        "pre-stop-pause-removed",
+        {},
+        lambda live: _container(live).pop("lifecycle"),
+        ["spec.template.spec.containers[web].lifecycle"],
+    ),
+    (
+        "grace-period-cut",
+        {},
+        _set("spec.template.spec.terminationGracePeriodSeconds", 1),
+        ["spec.template.spec.terminationGracePeriodSeconds"],
+    ),
+    (
+        "strategy-set-to-recreate",
+        {},
+        _set("spec.strategy", {"type": "Recreate"}),
+        ["spec.strategy.type", "spec.strategy.rollingUpdate"],
+    ),
+    ("min-ready-seconds-dropped", {}, _set("spec.minReadySeconds", None), ["spec.minReadySeconds"]),
+    (
+        "revision-annotation-removed",
+        {},
+        lambda live: live["metadata"]["annotations"].pop("webserver-operator.dev/template-revision"),
+        ["metadata.annotations[webserver-operator.dev/template-revision]"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("spec", "mutate", "expected_paths"),
+    [case[1:] for case in REVISION_2_DRIFT],
+    ids=[case[0] for case in REVISION_2_DRIFT],
+)
+def test_revision_2_fields_are_owned(spec: Obj, mutate: Callable[[Obj], None], expected_paths: list[str]) -> None:
+    desired = desired_deployment(make_ws(**spec))
+    live = stored_deployment(desired)
+    mutate(live)
+    merged = merge_owned_deployment(live, desired)
+    assert changed_paths(live, merged) == expected_paths
+    patch = merge_patch(live, merged)
+    assert patch is not None
+    assert merge_patch(apply_merge_patch(live, patch), merged) is None
+
+
+def test_probes_stored_with_the_api_servers_defaults_need_no_write() -> None:
+    """The API server fills what a probe leaves out; a probe rendered with those values explicit is not drift."""
+    desired = desired_deployment(make_ws(health={"liveness": {}}))
+    live = stored_deployment(desired)
+    live["spec"]["strategy"]["rollingUpdate"] = {"maxSurge": "25%", "maxUnavailable": 0}
+    probe = _container(live)["livenessProbe"]
+    probe["httpGet"].pop("scheme")
+    probe.update(initialDelaySeconds=0)
+    assert merge_patch(live, merge_owned_deployment(live, desired)) is None
+
+
+def test_revision_1_leaves_probes_pre_stop_grace_and_strategy_to_others() -> None:
+    """An existing Deployment rendered at revision 1 is never moved by a new operator writing revision 2's fields."""
+    desired = desired_deployment(make_ws(), 1)
+    live = stored_deployment(desired)
+    live["spec"]["strategy"] = {"type": "Recreate"}
+    live["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 5
+    _container(live)["readinessProbe"] = {"tcpSocket": {"port": 80}}
+    assert merge_patch(live, merge_owned_deployment(live, desired)) is None
 
 
 @pytest.mark.parametrize("name", ["ports", "imagePullSecrets"])

@@ -17,14 +17,15 @@ import pytest
 from tests.support import factories
 from tests.support.fake_api import FakeApi, status_error
 from webserver_operator import metrics
-from webserver_operator.api.models import WEBSERVERS
+from webserver_operator.api.models import WEBSERVERS, WebServer
 from webserver_operator.core.jsondiff import compare
 from webserver_operator.core.podsecurity import PodSecurityLevel
-from webserver_operator.core.resources import DEPLOYMENTS, EVENTS, SERVICES
+from webserver_operator.core.resources import DEPLOYMENTS, EVENTS, PODDISRUPTIONBUDGETS, SERVICES
 from webserver_operator.core.vocabulary import KubeObject, KubeObjects, ObjectKey
-from webserver_operator.desired import child_labels
+from webserver_operator.desired import child_labels, desired_deployment
 from webserver_operator.kube.errors import Conflict, ServerError
 from webserver_operator.reconcile.events import EventRecorder
+from webserver_operator.reconcile.probes import GRACE
 from webserver_operator.reconcile.reconciler import Caches, WebServerReconciler
 from webserver_operator.reconcile.status import next_status
 from webserver_operator.runtime.controller.result import Result
@@ -92,6 +93,7 @@ def reconciler(
             webservers=LiveCache(api, WEBSERVERS.path(namespace=NS)),
             deployments=child_cache(api, DEPLOYMENTS.path(namespace=NS)),
             services=child_cache(api, SERVICES.path(namespace=NS)),
+            disruption_budgets=child_cache(api, PODDISRUPTIONBUDGETS.path(namespace=NS)),
         ),
         recorder=EventRecorder(api, instance="test"),
         pod_security=pod_security,
@@ -148,7 +150,15 @@ async def test_creates_both_children_owned_by_the_webserver_and_reports_creating
     assert (ready(api)["status"], ready(api)["reason"]) == ("False", "RollingOut")
     # One Event for the reconcile that created both (an Event is a write: one per child would be a third of a bulk
     # create's writes).
-    assert messages(api) == [("Normal", "Created", f"Created Deployment {NAME} and Service {NAME}")]
+    assert messages(api) == [
+        ("Normal", "Created", f"Created Deployment {NAME} and Service {NAME}"),
+        (
+            "Normal",
+            "Created",
+            f"Created PodDisruptionBudget {NAME}: voluntary evictions (kubectl drain, node upgrades) take at most 1 "
+            "of the 2 pods at a time",
+        ),
+    ]
 
 
 async def test_a_deleted_service_is_recreated_and_reported_alone() -> None:
@@ -158,7 +168,7 @@ async def test_a_deleted_service_is_recreated_and_reported_alone() -> None:
     api.collections[SERVICES.path(namespace=NS)].clear()  # kubectl delete service web
     await rec.reconcile(KEY)
     assert api.get(SERVICES.path(namespace=NS, name=NAME)) is not None
-    assert messages(api)[1:] == [("Normal", "Created", f"Created Service {NAME}")]
+    assert messages(api)[2:] == [("Normal", "Created", f"Created Service {NAME}")]
 
 
 async def test_an_event_sink_that_never_answers_cannot_delay_any_child_or_status_write() -> None:
@@ -1001,7 +1011,8 @@ async def test_held_back_progress_is_written_when_due_and_a_stall_at_once() -> N
     assert status_puts(api) == 1
     assert first.requeue_after == pytest.approx(1.7) and second.requeue_after == pytest.approx(1.4)
     clock.advance(second.requeue_after or 0)
-    assert (await rec.reconcile(KEY)).requeue_after is None
+    # Nothing more to write; the pod is looked at again when it has been unready for the probe-failure grace.
+    assert (await rec.reconcile(KEY)).requeue_after == pytest.approx(GRACE - 1.4, abs=1e-3)
     stored = api.get(WS_PATH)
     assert stored is not None
     assert (stored["status"]["replicas"], stored["status"]["readyReplicas"], status_puts(api)) == (1, 0, 2)
@@ -1091,7 +1102,7 @@ async def test_a_deleted_webserver_leaves_no_memory_of_its_writes() -> None:
     api = with_world()
     rec = reconciler(api)
     await rec.reconcile(KEY)
-    assert len(rec.own_writes) == 3
+    assert len(rec.own_writes) == 4  # the status, the Deployment, the Service and the PodDisruptionBudget
     api.collections[WEBSERVERS.path(namespace=NS)].clear()
     await rec.reconcile(KEY)
     assert len(rec.own_writes) == 0
@@ -1183,3 +1194,236 @@ async def test_a_webserver_cache_two_status_writes_behind_never_hides_what_the_s
     deployment_reports(api, settled)
     await rec.reconcile(KEY)
     assert (ready(api)["status"], ready(api)["message"]) == ("True", "1/1 pods available.")
+
+
+# --- template revisions (docs/upgrades.md) -------------------------------------------------------------------------
+
+
+def left_at_revision_1(api: FakeApi) -> None:
+    """What an operator of 0.1.0 left: a Deployment rendered at revision 1, with its status caught up."""
+    ws = api.get(WS_PATH)
+    assert ws is not None
+    deployment = desired_deployment(WebServer.model_validate(ws), 1)
+    deployment["status"] = {"observedGeneration": 1, "replicas": 2, "readyReplicas": 2, "availableReplicas": 2}
+    deployment["metadata"]["generation"] = 1
+    api.put(DEPLOYMENTS.path(namespace=NS), deployment)
+
+
+def revision(api: FakeApi) -> str | None:
+    deployment = api.get(DEP_PATH)
+    assert deployment is not None
+    return (deployment["metadata"].get("annotations") or {}).get("webserver-operator.dev/template-revision")
+
+
+async def test_a_new_webserver_is_rendered_at_the_newest_revision() -> None:
+    api = with_world()
+    await reconciler(api).reconcile(KEY)
+    assert revision(api) == "2"
+    deployment = api.get(DEP_PATH)
+    assert deployment is not None
+    assert "readinessProbe" in deployment["spec"]["template"]["spec"]["containers"][0]
+
+
+async def test_a_deployment_at_revision_1_is_not_rewritten_by_the_new_operator_and_says_how_to_move() -> None:
+    api = with_world()
+    left_at_revision_1(api)
+    before = copy.deepcopy(api.get(DEP_PATH))
+    rec = reconciler(api)
+    await rec.reconcile(KEY)
+    await rec.reconcile(KEY)
+    assert api.get(DEP_PATH) == before
+    assert [m for m in messages(api) if m[1] == "TemplateUpgradePending"] == [
+        (
+            "Normal",
+            "TemplateUpgradePending",
+            f"Deployment {NAME} keeps pod template revision 1 (newest: 2), so upgrading the operator restarted none "
+            "of its pods. The newest revision adds: readiness probe (spec.health), preStop pause, "
+            "terminationGracePeriodSeconds, rollout strategy maxUnavailable 0 and minReadySeconds. It is applied "
+            "with the next change of the WebServer's pod template (image, port, resources...), or now, as one "
+            f"rolling update, with `kubectl -n {NS} annotate webserver {NAME} "
+            "webserver-operator.dev/template-upgrade=true`",
+        )
+    ]
+    assert metrics.TEMPLATE_REVISION_WEBSERVERS.labels(revision="1")._value.get() >= 1
+
+
+async def test_scaling_a_webserver_at_revision_1_restarts_nothing() -> None:
+    api = with_world()
+    left_at_revision_1(api)
+    rec = reconciler(api)
+    await rec.reconcile(KEY)
+    edit_spec(api, replicas=5)
+    await rec.reconcile(KEY)
+    deployment = api.get(DEP_PATH)
+    assert deployment is not None
+    assert deployment["spec"]["replicas"] == 5
+    assert revision(api) is None
+    assert "readinessProbe" not in deployment["spec"]["template"]["spec"]["containers"][0]
+
+
+async def test_a_new_image_moves_the_webserver_to_the_newest_revision_in_the_same_rollout() -> None:
+    api = with_world()
+    left_at_revision_1(api)
+    rec = reconciler(api)
+    await rec.reconcile(KEY)
+    writes = len(api.writes())
+    edit_spec(api, image="nginx:1.28")
+    await rec.reconcile(KEY)
+    deployment = api.get(DEP_PATH)
+    assert deployment is not None
+    assert revision(api) == "2"
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "nginx:1.28" and "readinessProbe" in container
+    deployment_writes = [w for w in api.writes()[writes:] if w.path == DEP_PATH]
+    assert len(deployment_writes) == 1, "one write, so one rollout"
+
+
+async def test_the_owners_annotation_moves_the_webserver_to_the_newest_revision() -> None:
+    api = with_world()
+    left_at_revision_1(api)
+    rec = reconciler(api)
+    await rec.reconcile(KEY)
+    ws = api.get(WS_PATH)
+    assert ws is not None
+    ws["metadata"]["annotations"] = {"webserver-operator.dev/template-upgrade": "true"}
+    api.put(WEBSERVERS.path(namespace=NS), ws)  # metadata only: the generation stays
+    await rec.reconcile(KEY)
+    assert revision(api) == "2"
+
+
+async def test_pods_that_never_pass_their_probe_make_the_webserver_say_probe_failing_with_the_kubelets_answer() -> None:
+    api = with_world(replicas=1)
+    rec, clock = reconciler(api), _Clock()
+    rec._clock = clock
+    await rec.reconcile(KEY)
+    deployment_reports(api, NEW_DEPLOYMENT_PROGRESS[1])  # one pod of the current version, not ready
+    await rec.reconcile(KEY)
+    seen = datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    api.put(
+        EVENTS.path(namespace=NS),
+        {
+            "metadata": {"name": "web-5d8f7b9c4-x2k9p.1", "namespace": NS},
+            "involvedObject": {"kind": "Pod", "name": "web-5d8f7b9c4-x2k9p"},
+            "reason": "Unhealthy",
+            "message": 'Readiness probe failed: Get "http://10.244.1.7:80/": dial tcp 10.244.1.7:80: connect: '
+            "connection refused",
+            "lastTimestamp": seen,
+        },
+    )
+    clock.advance(GRACE)
+    result = await rec.reconcile(KEY)
+    assert ready(api)["reason"] == "ProbeFailing"
+    assert "pod web-5d8f7b9c4-x2k9p: Readiness probe failed" in ready(api)["message"]
+    assert find_condition(api, "Stalled")["status"] == "False", "not a stall: the Deployment's deadline makes it one"
+    assert find_condition(api, "Reconciling")["status"] == "True"
+    assert result.requeue_after is not None
+
+
+# --- the PodDisruptionBudget -----------------------------------------------------------------------------------------
+
+PDB_PATH = PODDISRUPTIONBUDGETS.path(namespace=NS, name=NAME)
+
+
+async def test_a_budget_comes_with_two_replicas_is_repaired_and_goes_below_two() -> None:
+    api = with_world(replicas=2)
+    rec = reconciler(api)
+    await rec.reconcile(KEY)
+    budget = api.get(PDB_PATH)
+    assert budget is not None
+    ws = api.get(WS_PATH)
+    assert ws is not None
+    assert budget["spec"] == {
+        "maxUnavailable": 1,
+        "selector": {"matchLabels": {"app.kubernetes.io/name": "webserver", "app.kubernetes.io/instance": NAME}},
+        "unhealthyPodEvictionPolicy": "AlwaysAllow",
+    }
+    assert budget["metadata"]["ownerReferences"][0]["uid"] == ws["metadata"]["uid"]
+
+    budget["spec"] = {**budget["spec"], "maxUnavailable": 0}  # a drain would wait forever
+    api.put(PODDISRUPTIONBUDGETS.path(namespace=NS), budget)
+    await rec.reconcile(KEY)
+    repaired = api.get(PDB_PATH)
+    assert repaired is not None and repaired["spec"]["maxUnavailable"] == 1
+
+    writes = len(api.writes())
+    await rec.reconcile(KEY)
+    assert len(api.writes()) == writes, "a converged budget costs no write"
+
+    edit_spec(api, replicas=1)
+    await rec.reconcile(KEY)
+    assert api.get(PDB_PATH) is None
+    assert ("Normal", "Deleted") in events(api)
+    await rec.reconcile(KEY)
+    assert api.get(PDB_PATH) is None
+
+    edit_spec(api, replicas=3)
+    await rec.reconcile(KEY)
+    assert api.get(PDB_PATH) is not None
+
+
+async def test_a_single_replica_webserver_gets_no_budget() -> None:
+    api = with_world(replicas=1)
+    await reconciler(api).reconcile(KEY)
+    assert api.get(PDB_PATH) is None
+
+
+async def test_a_foreign_budget_of_the_same_name_is_reported_and_never_adopted_or_deleted() -> None:
+    api = with_world(replicas=2)
+    foreign = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": NAME, "namespace": NS, "labels": {"team": "payments"}},
+        "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "payments"}}},
+    }
+    api.put(PODDISRUPTIONBUDGETS.path(namespace=NS), foreign)
+    rec = reconciler(api, labelled=True)
+    await rec.reconcile(KEY)
+    stored = api.get(PDB_PATH)
+    assert stored is not None
+    assert stored["spec"] == foreign["spec"] and stored["metadata"].get("ownerReferences") is None
+    assert ready(api)["reason"] == "PodDisruptionBudgetConflict"
+    assert "a PodDisruptionBudget named web already exists" in ready(api)["message"]
+    edit_spec(api, replicas=1)
+    await rec.reconcile(KEY)
+    assert api.get(PDB_PATH) is not None, "not ours: never deleted"
+
+
+async def test_at_the_admins_pace_a_webserver_left_on_revision_1_moves_one_at_a_time() -> None:
+    api = FakeApi()
+    for name in ("web", "other"):
+        api.put(WEBSERVERS.path(namespace=NS), {**webserver(), "metadata": {"name": name, "namespace": NS}})
+        ws = api.get(WEBSERVERS.path(namespace=NS, name=name))
+        assert ws is not None
+        left = desired_deployment(WebServer.model_validate(ws), 1)
+        left["metadata"]["generation"] = 1
+        left["status"] = {
+            "observedGeneration": 1,
+            "replicas": 2,
+            "updatedReplicas": 2,
+            "readyReplicas": 2,
+            "availableReplicas": 2,
+        }
+        api.put(DEPLOYMENTS.path(namespace=NS), left)
+    rec = WebServerReconciler(
+        api=api,
+        caches=Caches(
+            webservers=LiveCache(api, WEBSERVERS.path(namespace=NS)),
+            deployments=LiveCache(api, DEPLOYMENTS.path(namespace=NS)),
+            services=LiveCache(api, SERVICES.path(namespace=NS)),
+        ),
+        recorder=EventRecorder(api, instance="test"),
+        template_upgrade_rate=1,
+    )
+
+    def revisions() -> list[str | None]:
+        return [
+            (d["metadata"].get("annotations") or {}).get("webserver-operator.dev/template-revision")
+            for d in (api.get(DEPLOYMENTS.path(namespace=NS, name=n)) for n in ("web", "other"))
+            if d is not None
+        ]
+
+    first = await rec.reconcile((NS, "web"))
+    second = await rec.reconcile((NS, "other"))
+    assert revisions() == ["2", None], "one per minute"
+    assert second.requeue_after == 60, "its turn comes at the pace"
+    assert first.requeue_after is None
