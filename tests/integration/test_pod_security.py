@@ -110,4 +110,4 @@ def test_what_only_validation_refuses_is_refused_by_the_api_server(
 ) -> None:
     assert baseline_violations(case.spec, annotations=case.annotations)
     code, err = _dry_run(cluster, baseline_namespace, _pod(case.spec, case.annotations))
-    assert code != 0, f"{case.id}: the API server accepted a pod the operator refuses"
+    assert code != 0, f"{case.id}: the API server accepted a pod the operator refuses: {err}"
