@@ -59,6 +59,7 @@ from webserver_operator.desired import child_name, desired_deployment, desired_s
 from webserver_operator.kube.client import FIELD_MANAGER
 from webserver_operator.kube.errors import ApiError, Conflict, NotFound, TransportError
 from webserver_operator.reconcile.adoption import deployment_refusals, service_refusals
+from webserver_operator.reconcile.cached import webserver_as_cached
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.fights import FightLog, last_writer
 from webserver_operator.reconcile.owned import merge_owned_deployment, merge_owned_service, selector_mismatch
@@ -669,7 +670,8 @@ class WebServerReconciler:
         meta = obj["metadata"]
         body = {**obj, "status": status}
         path = WEBSERVERS.path(namespace=meta["namespace"], name=meta["name"], subresource="status")
-        written = await self._api.request("PUT", path, body=body)
+        # Kept until the cache has seen it (``_latest``): in the form the cache keeps (a tenant's labels dropped).
+        written = webserver_as_cached(await self._api.request("PUT", path, body=body))
         self.own_writes.record(WEBSERVERS.kind, written)
         key = (str(meta["namespace"]), str(meta["name"]))
         self._status_written[key] = (_resource_version(obj), written)

@@ -9,6 +9,8 @@
   instead of at their next slow requeue.
 - Filters (``reconcile.triggers``): the echo of the reconciler's own write (a child it created or repaired, a status
   it wrote) and a child update that changes nothing the reconciler reads queue nothing. Deletions always do.
+- What is cached (``reconcile.cached``): of each WebServer and child, only the metadata the reconciler reads; a
+  tenant's labels and annotations never reach the store. WebServers are listed ``WEBSERVER_PAGE_SIZE`` a page.
 - Bookkeeping on WebServer events: the ``webserver_operator_managed_webservers`` gauge, the per-WebServer
   ``webserver_operator_webserver_ready_status`` gauge, and the Event recorder forgetting a deleted WebServer's
   de-duplication memory. With sharding, a WebServer of a shard handed over (evicted from this replica's cache) is
@@ -27,6 +29,7 @@ from webserver_operator.core.resources import DEPLOYMENTS, SERVICES
 from webserver_operator.core.settings import ControllerSettings
 from webserver_operator.core.vocabulary import ApiRequests, EventType, KubeObject
 from webserver_operator.desired import CHILD_LABEL_SELECTOR, orphan_of
+from webserver_operator.reconcile.cached import child_as_cached, webserver_as_cached
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.reconciler import Caches, WebServerReconciler
 from webserver_operator.reconcile.status import READY
@@ -38,6 +41,10 @@ from webserver_operator.runtime.controller import Controller
 from webserver_operator.runtime.enqueue import EventFilter, keys_on_delete
 
 _CONTROLLER_NAME = "webserver"
+#: WebServers per list page. Tenants write WebServers, and a page is decoded whole before the cache transform trims
+#: its objects: at the API server's object size limit (about 1.5 MiB in etcd) 500 a page could be 750 MB. 50 bounds a
+#: page at about 75 MB of JSON (measured in docs/scaling.md); 10,000 small WebServers list in 200 requests.
+WEBSERVER_PAGE_SIZE = 50
 _CONDITION_STATUSES = ("True", "False", "Unknown")
 
 
@@ -121,7 +128,12 @@ def setup_webserver_controller(cache: SharedCache, *, api: ApiRequests, settings
     webservers.add_eviction_handler(evicted)
     controller = (
         ControllerBuilder(_CONTROLLER_NAME, cache, settings)
-        .for_(WEBSERVERS, when=webserver_event_matters(reconciler.own_writes))
+        .for_(
+            WEBSERVERS,
+            when=webserver_event_matters(reconciler.own_writes),
+            transform=webserver_as_cached,
+            page_size=WEBSERVER_PAGE_SIZE,
+        )
         .owns(
             DEPLOYMENTS,
             label_selector=CHILD_LABEL_SELECTOR,
@@ -129,12 +141,14 @@ def setup_webserver_controller(cache: SharedCache, *, api: ApiRequests, settings
             when=child_event_matters(reconciler.own_writes, DEPLOYMENTS.kind),
             urgent=availability_changed,
             defer=progress_wait,
+            transform=child_as_cached,
         )
         .owns(
             SERVICES,
             label_selector=CHILD_LABEL_SELECTOR,
             orphans=orphan_of,
             when=child_event_matters(reconciler.own_writes, SERVICES.kind),
+            transform=child_as_cached,
         )
         .watches(SERVICES, keys_on_delete(reconciler.keys_with_problems), label_selector=CHILD_LABEL_SELECTOR)
         .complete(reconciler)

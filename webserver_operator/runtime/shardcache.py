@@ -42,9 +42,9 @@ from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import WatchSettings
 from webserver_operator.core.shards import ShardUnion, shard_index, shard_ranges
 from webserver_operator.core.vocabulary import EventHandler, KubeObject, KubeObjects, ObjectKey, WatchApi
-from webserver_operator.runtime.cache import EvictionHandler
+from webserver_operator.runtime.cache import EvictionHandler, ViewShape
 from webserver_operator.runtime.group import InformerGroup
-from webserver_operator.runtime.informer import Informer
+from webserver_operator.runtime.informer import Informer, Transform
 
 __all__ = ["ShardedGroup", "ShardedInformerCache"]
 
@@ -65,6 +65,8 @@ class ShardedGroup:
         self._handlers: list[EventHandler] = []
         self._evictions: list[EvictionHandler] = []
         self._group: InformerGroup | None = None  # read by the probe thread: replaced whole, never changed
+        #: The transform and list page size the controllers declared, given to the group when it is built.
+        self.shape = ViewShape(resource.plural)
 
     # -- declaration ----------------------------------------------------------------------------------------------
 
@@ -162,14 +164,27 @@ class ShardedInformerCache:
     def shards(self) -> int:
         return self._shards
 
-    def group(self, resource: Resource, *, label_selector: str | None = None) -> ShardedGroup:
-        """The view of ``resource`` (restricted to ``label_selector``), made on first use; declare before ``start``."""
+    def group(
+        self,
+        resource: Resource,
+        *,
+        label_selector: str | None = None,
+        transform: Transform | None = None,
+        page_size: int | None = None,
+    ) -> ShardedGroup:
+        """The view of ``resource`` (restricted to ``label_selector``), made on first use; declare before ``start``.
+
+        ``transform`` and ``page_size``: as ``InformerCache.group``, given to the informers when the first shard starts.
+        """
         key = (resource, label_selector)
         if key not in self._views:
             if self._held:
                 raise RuntimeError(f"{resource.plural} declared after shards started: declare every view first")
             self._views[key] = ShardedGroup(resource, label_selector, self._shards)
-        return self._views[key]
+        view = self._views[key]
+        if view.shape.declare(transform=transform, page_size=page_size) and self._held:
+            raise RuntimeError(f"{resource.plural} shaped after shards started: declare every view first")
+        return view
 
     @property
     def groups(self) -> dict[str, ShardedGroup]:
@@ -202,7 +217,13 @@ class ShardedInformerCache:
             groups = []
             for view in self._views.values():
                 group = InformerGroup.for_namespaces(
-                    self._api, view.resource, settings=self._settings, label_selector=view.label_selector, shard=scope
+                    self._api,
+                    view.resource,
+                    settings=self._settings,
+                    label_selector=view.label_selector,
+                    shard=scope,
+                    transform=view.shape.transform,
+                    page_size=view.shape.page_size,
                 )
                 view._attach(group)
                 groups.append(group)
