@@ -41,10 +41,12 @@ from webserver_operator.runtime.controller import Controller
 from webserver_operator.runtime.enqueue import EventFilter, keys_on_delete
 
 _CONTROLLER_NAME = "webserver"
-#: WebServers per list page. Tenants write WebServers, and a page is decoded whole before the cache transform trims
-#: its objects: at the API server's object size limit (about 1.5 MiB in etcd) 500 a page could be 750 MB. 50 bounds a
-#: page at about 75 MB of JSON (measured in docs/scaling.md); 10,000 small WebServers list in 200 requests.
-WEBSERVER_PAGE_SIZE = 50
+#: WebServers per list page. Tenants write WebServers, and a list page is decoded whole before the cache transform
+#: trims its objects: a WebServer padded to the API server's object size limit (1.3 MB of labels and annotations plus
+#: their managedFields) decodes to about 5-6 MB of Python objects, so 500 a page could take gigabytes. 10 bounds a
+#: page at about 70 MB decoded (measured: docs/security.md, "Oversized tenant objects"); 10,000 small WebServers
+#: list in 1,000 requests instead of 20. Children keep the informer's 500: tenants cannot write them.
+WEBSERVER_PAGE_SIZE = 10
 _CONDITION_STATUSES = ("True", "False", "Unknown")
 
 
