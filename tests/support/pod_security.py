@@ -108,8 +108,13 @@ BEYOND: tuple[Beyond, ...] = (
         pod_spec(securityContext={"appArmorProfile": {"type": "Unconfined"}}),
         "pod must not set AppArmor profile type",
     ),
+    # The API server copies the beta annotation into the container's field before admission sees the pod (the
+    # pod strategy's AppArmor version skew), so the case carries both, as admission then reads it.
     Beyond(
-        "apparmor-annotation", pod_spec(), f'{_APPARMOR_WEB}="unconfined"', annotations={_APPARMOR_WEB: "unconfined"}
+        "apparmor-annotation",
+        _context(appArmorProfile={"type": "Unconfined"}),
+        f'"Unconfined", "{_APPARMOR_WEB}="unconfined""',
+        annotations={_APPARMOR_WEB: "unconfined"},
     ),
     Beyond("selinux-type", _context(seLinuxOptions={"type": "spc_t"}), "seLinuxOptions"),
     Beyond("selinux-user", _context(seLinuxOptions={"user": "system_u"}), "user may not be set"),
