@@ -17,7 +17,7 @@ import pytest
 
 from tests.support.cluster import Cluster
 from tests.support.factories import webserver
-from tests.support.pod_security import ALLOWED, BEYOND, Beyond
+from tests.support.pod_security import ALLOWED_EDGES, BEYOND, Allowed, Beyond
 from webserver_operator.api.models import WebServer
 from webserver_operator.core.podsecurity import BASELINE_CAPABILITIES, baseline_violations
 from webserver_operator.desired import desired_deployment
@@ -52,8 +52,9 @@ def _dry_run(cluster: Cluster, namespace: str, obj: dict[str, Any]) -> tuple[int
     return result.returncode, result.stderr
 
 
-def _pod(spec: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe"}, "spec": spec}
+def _pod(spec: dict[str, Any], annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": "probe", **({"annotations": annotations} if annotations else {})}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
 def test_the_most_permissive_webserver_renders_pods_that_pass_baseline(
@@ -79,16 +80,34 @@ def test_the_most_permissive_webserver_renders_pods_that_pass_baseline(
     assert code == 0, f"a pod of the most permissive WebServer is refused at baseline: {err}"
 
 
-def test_the_pod_both_checks_allow_passes_admission(cluster: Cluster, baseline_namespace: str) -> None:
-    code, err = _dry_run(cluster, baseline_namespace, _pod(ALLOWED))
-    assert code == 0, err
+@pytest.mark.parametrize("case", ALLOWED_EDGES, ids=[c.id for c in ALLOWED_EDGES])
+def test_what_the_operator_allows_podsecurity_admission_allows(
+    cluster: Cluster, baseline_namespace: str, case: Allowed
+) -> None:
+    assert baseline_violations(case.spec, annotations=case.annotations) == []
+    code, err = _dry_run(cluster, baseline_namespace, _pod(case.spec, case.annotations))
+    assert code == 0, f"{case.id}: refused by the API server although the operator's check allows it: {err}"
+    assert "PodSecurity" not in err, err
 
 
 @pytest.mark.parametrize("case", [c for c in BEYOND if c.admission], ids=[c.id for c in BEYOND if c.admission])
-def test_what_the_operator_refuses_podsecurity_admission_refuses(
+def test_what_the_operator_refuses_podsecurity_admission_refuses_in_the_same_words(
     cluster: Cluster, baseline_namespace: str, case: Beyond
 ) -> None:
-    assert baseline_violations(case.spec), "the operator's check lets it through"
-    code, err = _dry_run(cluster, baseline_namespace, _pod(case.spec))
+    violations = baseline_violations(case.spec, annotations=case.annotations)
+    assert violations, "the operator's check lets it through"
+    code, err = _dry_run(cluster, baseline_namespace, _pod(case.spec, case.annotations))
     assert code != 0, f"{case.id}: PodSecurity admission accepted a pod the operator refuses"
-    assert 'violates PodSecurity "baseline' in err, err
+    assert 'violates PodSecurity "baseline:latest"' in err, err
+    # Each check's line is admission's own "reason (detail)", word for word (Kubernetes 1.36).
+    for line in violations:
+        assert line in err, f"{case.id}: admission words it differently: {err}"
+
+
+@pytest.mark.parametrize("case", [c for c in BEYOND if not c.admission], ids=[c.id for c in BEYOND if not c.admission])
+def test_what_only_validation_refuses_is_refused_by_the_api_server(
+    cluster: Cluster, baseline_namespace: str, case: Beyond
+) -> None:
+    assert baseline_violations(case.spec, annotations=case.annotations)
+    code, err = _dry_run(cluster, baseline_namespace, _pod(case.spec, case.annotations))
+    assert code != 0, f"{case.id}: the API server accepted a pod the operator refuses: {err}"

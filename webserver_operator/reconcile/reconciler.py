@@ -16,7 +16,9 @@ decide when to look again. Each child's sync returns what the child looks like n
   requeue instead when the cache is behind it (``reconcile.recreates``: a stale uid would make a create/GC loop);
 - controlled by someone else, or without our labels: never adopted or written; a ``Problem`` (Ready=False, one
   Warning per generation, a slow requeue: the label-filtered cache will not tell us when it goes away);
-- our labels and no controller (left by ``--cascade=orphan``): adopted;
+- our labels and no controller (left by ``--cascade=orphan``): adopted, unless the orphan as it would be after the
+  patch grants more than a WebServer may ask for (``reconcile.adoption``: beyond Pod Security baseline, a projected
+  token, a Service with ``externalIPs`` ...): then a ``Problem``, and no write;
 - drift: an optimistic-concurrency merge patch of just the owned fields (others' labels, annotations and
   ``kubectl rollout restart`` survive); repeated drift repairs of one child are a fight with another controller
   (``reconcile.fights``), reported with the other writer's name;
@@ -66,6 +68,8 @@ from webserver_operator.desired import (
 )
 from webserver_operator.kube.client import FIELD_MANAGER
 from webserver_operator.kube.errors import ApiError, Conflict, NotFound, TransportError
+from webserver_operator.reconcile.adoption import deployment_refusals, service_refusals
+from webserver_operator.reconcile.cached import webserver_as_cached
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.fights import FightLog, last_writer
 from webserver_operator.reconcile.owned import (
@@ -487,7 +491,12 @@ class WebServerReconciler:
                     event_reason="SelectorMismatch",
                 ),
             )
-        difference = compare(live, child.merge(live, desired))
+        merged = child.merge(live, desired)
+        if controller_of(live) is None:
+            refused = self._adoption_refused(ws, child, live, merged)
+            if refused is not None:
+                return _Synced(None, refused)
+        difference = compare(live, merged)
         if difference.patch is not None:
             try:
                 live = await self._repair(ws, child, live, difference)
@@ -497,6 +506,27 @@ class WebServerReconciler:
         if fight is not None:
             return _Synced(live, Problem("FightingAnotherController", fight.message))
         return _Synced(live, clean=difference.patch is None)
+
+    def _adoption_refused(self, ws: WebServer, child: _Child, live: KubeObject, merged: KubeObject) -> Problem | None:
+        """Why the orphan ``live`` may not be adopted, judged as it would be after the patch (``reconcile.adoption``).
+
+        A refusal is a ``Problem``: Stalled, one Warning per generation, no write to the orphan, a slow recheck (and
+        the orphan's own events wake the WebServer: it carries our labels, so the child cache sees it).
+        """
+        if child is self._deployment:
+            refusals = deployment_refusals(merged, pod_security=self._pod_security)
+        else:
+            refusals = service_refusals(live, merged)
+        if not refusals:
+            return None
+        kind, where = child.kind, f"{child_name(ws)} -n {ws.namespace}"
+        return Problem(
+            f"{kind}AdoptionRefused",
+            f"{kind} {child_name(ws)} has this operator's labels and no controller (an orphan), but adopting it would "
+            f"give the WebServer's pods or port what a WebServer may not ask for: {'; '.join(refusals)}. The operator "
+            f"will not adopt or modify it: delete it (kubectl delete {kind.lower()} {where}) and the operator creates "
+            f"its own, or remove those fields from it",
+        )
 
     async def _create_checked(self, ws: WebServer, child: _Child, desired: KubeObject) -> KubeObject | None:
         """Create the child; a second create within ``RECREATE_WINDOW`` also reads the owner (``reconcile.recreates``).
@@ -800,7 +830,8 @@ class WebServerReconciler:
         meta = obj["metadata"]
         body = {**obj, "status": status}
         path = WEBSERVERS.path(namespace=meta["namespace"], name=meta["name"], subresource="status")
-        written = await self._api.request("PUT", path, body=body)
+        # Kept until the cache has seen it (``_latest``): in the form the cache keeps (a tenant's labels dropped).
+        written = webserver_as_cached(await self._api.request("PUT", path, body=body))
         self.own_writes.record(WEBSERVERS.kind, written)
         key = (str(meta["namespace"]), str(meta["name"]))
         self._status_written[key] = (_resource_version(obj), written)

@@ -9,6 +9,8 @@
   instead of at their next slow requeue.
 - Filters (``reconcile.triggers``): the echo of the reconciler's own write (a child it created or repaired, a status
   it wrote) and a child update that changes nothing the reconciler reads queue nothing. Deletions always do.
+- What is cached (``reconcile.cached``): of each WebServer and child, only the metadata the reconciler reads; a
+  tenant's labels and annotations never reach the store. WebServers are listed ``WEBSERVER_PAGE_SIZE`` a page.
 - Bookkeeping on WebServer events: the ``webserver_operator_managed_webservers`` gauge, the per-WebServer
   ``webserver_operator_webserver_ready_status`` gauge, and the Event recorder forgetting a deleted WebServer's
   de-duplication memory. With sharding, a WebServer of a shard handed over (evicted from this replica's cache) is
@@ -27,6 +29,7 @@ from webserver_operator.core.resources import DEPLOYMENTS, PODDISRUPTIONBUDGETS,
 from webserver_operator.core.settings import ControllerSettings
 from webserver_operator.core.vocabulary import ApiRequests, EventType, KubeObject
 from webserver_operator.desired import CHILD_LABEL_SELECTOR, orphan_of
+from webserver_operator.reconcile.cached import child_as_cached, webserver_as_cached
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.reconciler import Caches, WebServerReconciler
 from webserver_operator.reconcile.status import READY
@@ -38,6 +41,12 @@ from webserver_operator.runtime.controller.loop import Controller
 from webserver_operator.runtime.informers.cache import SharedCache
 
 _CONTROLLER_NAME = "webserver"
+#: WebServers per list page. Tenants write WebServers, and a list page is decoded whole before the cache transform
+#: trims its objects: a WebServer padded to the API server's object size limit (1.3 MB of labels and annotations plus
+#: their managedFields) decodes to about 5-6 MB of Python objects, so 500 a page could take gigabytes. 10 bounds a
+#: page at about 70 MB decoded (measured: docs/security.md, "Oversized tenant objects"); 10,000 small WebServers
+#: list in 1,000 requests instead of 20. Children keep the informer's 500: tenants cannot write them.
+WEBSERVER_PAGE_SIZE = 10
 _CONDITION_STATUSES = ("True", "False", "Unknown")
 
 
@@ -138,7 +147,12 @@ def setup_webserver_controller(cache: SharedCache, *, api: ApiRequests, settings
     webservers.add_eviction_handler(evicted)
     controller = (
         ControllerBuilder(_CONTROLLER_NAME, cache, settings)
-        .for_(WEBSERVERS, when=webserver_event_matters(reconciler.own_writes))
+        .for_(
+            WEBSERVERS,
+            when=webserver_event_matters(reconciler.own_writes),
+            transform=webserver_as_cached,
+            page_size=WEBSERVER_PAGE_SIZE,
+        )
         .owns(
             DEPLOYMENTS,
             label_selector=CHILD_LABEL_SELECTOR,
@@ -146,12 +160,14 @@ def setup_webserver_controller(cache: SharedCache, *, api: ApiRequests, settings
             when=child_event_matters(reconciler.own_writes, DEPLOYMENTS.kind),
             urgent=availability_changed,
             defer=progress_wait,
+            transform=child_as_cached,
         )
         .owns(
             SERVICES,
             label_selector=CHILD_LABEL_SELECTOR,
             orphans=orphan_of,
             when=child_event_matters(reconciler.own_writes, SERVICES.kind),
+            transform=child_as_cached,
         )
         .owns(
             PODDISRUPTIONBUDGETS,

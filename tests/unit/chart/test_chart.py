@@ -43,6 +43,7 @@ from tests.support.chart import (
 from webserver_operator import __version__
 from webserver_operator.api.chart import CHART_CRD_PATH
 from webserver_operator.api.crd import CRD_NAME, crd_manifest, render_crd_yaml
+from webserver_operator.api.models import WEBSERVERS
 
 pytestmark = pytest.mark.tools
 
@@ -568,3 +569,31 @@ def test_dockerfile_and_chart_agree() -> None:
             "newTag": __version__,
         }
     ]
+
+
+# --- the tenant quota -----------------------------------------------------------------------------------------------
+
+
+def test_the_tenant_quota_caps_webservers_and_node_ports_in_each_tenant_namespace() -> None:
+    assert not find(render(), "ResourceQuota"), "off by default"
+    docs = render("--set", "tenantQuota.enabled=true,tenantQuota.webServers=20,tenantQuota.nodePorts=5",
+                  "--set", "tenantQuota.namespaces={team-a,team-b}")  # fmt: skip
+    quotas = find(docs, "ResourceQuota")
+    assert [q["metadata"]["namespace"] for q in quotas] == ["team-a", "team-b"]
+    for quota in quotas:
+        assert quota["metadata"]["name"] == f"{FULLNAME}-tenant"
+        assert quota["spec"]["hard"] == {"count/webservers.web.webserver-operator.dev": "20", "services.nodeports": "5"}
+    watched = render("--set", "tenantQuota.enabled=true", "--set", "watchNamespaces={team-c}")
+    assert [q["metadata"]["namespace"] for q in find(watched, "ResourceQuota")] == ["team-c"]
+
+
+def test_the_tenant_quota_without_namespaces_fails_with_what_to_set() -> None:
+    result = helm_template("--set", "tenantQuota.enabled=true", check=False)
+    assert result.returncode != 0
+    assert "set tenantQuota.namespaces (or watchNamespaces)" in result.stderr, result.stderr
+
+
+def test_the_tenant_quota_names_the_crds_group() -> None:
+    group = WEBSERVERS.group
+    quota = one(render("--set", "tenantQuota.enabled=true,tenantQuota.namespaces={a}"), "ResourceQuota")
+    assert f"count/{WEBSERVERS.plural}.{group}" in quota["spec"]["hard"]

@@ -609,6 +609,133 @@ async def test_adopting_an_orphan_resets_token_and_links_but_keeps_fields_it_doe
     assert adopted["securityContext"] == {"runAsNonRoot": True}
 
 
+def _privileged_orphan() -> dict[str, Any]:
+    """The issue's repro: an orphan Deployment with our labels, hostPID, a hostPath / volume, a privileged web."""
+    labels = child_labels(NAME)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": NAME, "namespace": NS, "labels": labels},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {k: v for k, v in labels.items() if k.endswith(("/name", "/instance"))}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "hostPID": True,
+                    "volumes": [{"name": "host", "hostPath": {"path": "/"}}],
+                    "containers": [
+                        {
+                            "name": "web",
+                            "image": "registry.example/admin-tool:1",
+                            "securityContext": {"privileged": True},
+                            "volumeMounts": [{"name": "host", "mountPath": "/host"}],
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+async def test_an_orphan_beyond_baseline_is_never_adopted_nor_given_the_tenants_image() -> None:
+    api = with_world(image="attacker.example/evil:1")
+    orphan = _privileged_orphan()
+    api.put(DEPLOYMENTS.path(namespace=NS), copy.deepcopy(orphan))
+    stored = copy.deepcopy(api.get(DEP_PATH))
+    operator = reconciler(api)
+    result = await operator.reconcile(KEY)
+    assert api.get(DEP_PATH) == stored, "no write to the orphan: no image, no ownerReference"
+    condition = ready(api)
+    assert (condition["status"], condition["reason"]) == ("False", "DeploymentAdoptionRefused")
+    for named in ("host namespaces (hostPID=true)", 'hostPath volumes (volume "host")', "privileged (container"):
+        assert named in condition["message"]
+    assert f"kubectl delete deployment {NAME} -n {NS}" in condition["message"]
+    stalled = next(c for c in api.get(WS_PATH)["status"]["conditions"] if c["type"] == "Stalled")  # type: ignore[index]
+    assert stalled["status"] == "True"
+    assert ("Warning", "DeploymentAdoptionRefused") in events(api)
+    assert ("Normal", "Adopted") not in events(api)
+    assert result.requeue_after == 15.0
+    # Looked at again (a resync): still nothing written, still one Warning for this generation.
+    await operator.reconcile(KEY)
+    assert api.get(DEP_PATH) == stored
+    assert events(api).count(("Warning", "DeploymentAdoptionRefused")) == 1
+
+
+async def test_an_orphan_within_baseline_once_fixed_is_adopted() -> None:
+    api = with_world(image="nginx:1.27")
+    orphan = _privileged_orphan()
+    pod = orphan["spec"]["template"]["spec"]
+    del pod["hostPID"], pod["volumes"], pod["containers"][0]["volumeMounts"], pod["containers"][0]["securityContext"]
+    api.put(DEPLOYMENTS.path(namespace=NS), orphan)
+    await reconciler(api).reconcile(KEY)
+    adopted = api.get(DEP_PATH)
+    assert adopted is not None
+    assert adopted["metadata"]["ownerReferences"][0]["kind"] == "WebServer"
+    assert adopted["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.27"
+    assert ("Normal", "Adopted") in events(api)
+
+
+async def test_the_opt_in_to_privileged_adopts_an_orphan_beyond_baseline() -> None:
+    api = with_world()
+    api.put(DEPLOYMENTS.path(namespace=NS), _privileged_orphan())
+    await reconciler(api, pod_security="privileged").reconcile(KEY)
+    assert api.get(DEP_PATH)["metadata"]["ownerReferences"][0]["kind"] == "WebServer"  # type: ignore[index]
+
+
+async def test_an_orphan_that_would_mount_a_service_account_token_is_not_adopted() -> None:
+    api = with_world()
+    orphan = _privileged_orphan()
+    pod = orphan["spec"]["template"]["spec"]
+    del pod["hostPID"], pod["containers"][0]["securityContext"]
+    pod["volumes"] = [{"name": "token", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}}]
+    api.put(DEPLOYMENTS.path(namespace=NS), orphan)
+    stored = copy.deepcopy(api.get(DEP_PATH))
+    await reconciler(api, pod_security="privileged").reconcile(KEY)
+    assert api.get(DEP_PATH) == stored
+    assert 'projected volume "token"' in ready(api)["message"]
+
+
+def _orphan_service(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": NAME, "namespace": NS, "labels": child_labels(NAME)},
+        "spec": {"type": "ClusterIP", "ports": [{"name": "http", "port": 80}], **spec},
+    }
+
+
+@pytest.mark.parametrize(
+    ("spec", "named"),
+    [
+        pytest.param({"externalIPs": ["203.0.113.7"]}, "externalIPs (203.0.113.7)", id="external-ips"),
+        pytest.param({"type": "LoadBalancer", "loadBalancerSourceRanges": ["0.0.0.0/0"]}, "type LoadBalancer", id="lb"),
+        pytest.param({"type": "ExternalName", "externalName": "db.example"}, "externalName (db.example)", id="name"),
+    ],
+)
+async def test_an_orphan_service_a_webserver_could_not_have_is_not_adopted(spec: dict[str, Any], named: str) -> None:
+    api = with_world()
+    api.put(SERVICES.path(namespace=NS), _orphan_service(**spec))
+    stored = copy.deepcopy(api.get(SVC_PATH))
+    await reconciler(api).reconcile(KEY)
+    assert api.get(SVC_PATH) == stored, "no write to the orphan"
+    condition = ready(api)
+    assert (condition["reason"], condition["status"]) == ("ServiceAdoptionRefused", "False")
+    assert named in condition["message"] and f"kubectl delete service {NAME} -n {NS}" in condition["message"]
+    assert ("Warning", "ServiceAdoptionRefused") in events(api)
+    assert api.get(DEP_PATH) is not None, "the other child is still synced"
+
+
+async def test_an_orphan_cluster_ip_service_becomes_the_webservers_node_port_service() -> None:
+    api = with_world()
+    api.put(SERVICES.path(namespace=NS), _orphan_service(sessionAffinity="ClientIP"))
+    await reconciler(api).reconcile(KEY)
+    adopted = api.get(SVC_PATH)
+    assert adopted is not None
+    assert adopted["spec"]["type"] == "NodePort" and adopted["spec"]["sessionAffinity"] == "ClientIP"
+    assert adopted["metadata"]["ownerReferences"][0]["kind"] == "WebServer"
+
+
 async def test_a_node_port_conflict_is_rechecked_within_seconds_not_minutes() -> None:
     api = with_world(nodePort=31111)
     api.put(
@@ -660,7 +787,7 @@ HOSTILE_CONTEXTS = [
     pytest.param({"capabilities": {"add": ["ALL"]}}, '"ALL" in securityContext.capabilities.add', id="cap-all"),
     pytest.param({"capabilities": {"add": ["NET_BIND_SERVICE", "SYS_ADMIN"]}}, '"SYS_ADMIN"', id="cap-sys-admin"),
     pytest.param({"capabilities": {"add": ["SYS_MODULE"]}}, '"SYS_MODULE"', id="cap-sys-module"),
-    pytest.param({"seccompProfile": {"type": "Unconfined"}}, "seccompProfile.type to Unconfined", id="unconfined"),
+    pytest.param({"seccompProfile": {"type": "Unconfined"}}, 'seccompProfile.type to "Unconfined"', id="unconfined"),
 ]
 
 

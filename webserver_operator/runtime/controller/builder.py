@@ -33,6 +33,7 @@ from webserver_operator.runtime.controller.loop import Controller
 from webserver_operator.runtime.controller.result import Reconciler
 from webserver_operator.runtime.controller.workqueue import WorkQueue
 from webserver_operator.runtime.informers.cache import CacheGroup, SharedCache
+from webserver_operator.runtime.informers.informer import Transform
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,8 @@ class _Watch:
     when: EventFilter | None = None
     urgent: Urgency | None = None
     defer: Deferral | None = None
+    transform: Transform | None = None
+    page_size: int | None = None
 
 
 class ControllerBuilder:
@@ -56,15 +59,27 @@ class ControllerBuilder:
         self._primary_selector: str | None = None
         self._watches: list[_Watch] = []
 
-    def for_(self, resource: Resource, *, label_selector: str | None = None, when: EventFilter | None = None) -> Self:
+    def for_(
+        self,
+        resource: Resource,
+        *,
+        label_selector: str | None = None,
+        when: EventFilter | None = None,
+        transform: Transform | None = None,
+        page_size: int | None = None,
+    ) -> Self:
         """The reconciled resource: each of its events asks for its own key (``EnqueueRequestForObject``).
 
-        ``when``: only the events it passes (None: all).
+        ``when``: only the events it passes (None: all). ``transform``: what the cache keeps of each object
+        (controller-runtime's ``ByObject.Transform``; None: everything but ``managedFields`` and kubectl's
+        last-applied copy). ``page_size``: objects per list page (None: the informer's default).
         """
         if self._primary is not None:
             raise ValueError(f"controller {self._name} already reconciles {self._primary.kind}")
         self._primary, self._primary_selector = resource, label_selector
-        self._watches.append(_Watch(resource, label_selector, keys_for_object, when))
+        self._watches.append(
+            _Watch(resource, label_selector, keys_for_object, when, transform=transform, page_size=page_size)
+        )
         return self
 
     def owns(
@@ -76,6 +91,7 @@ class ControllerBuilder:
         when: EventFilter | None = None,
         urgent: Urgency | None = None,
         defer: Deferral | None = None,
+        transform: Transform | None = None,
     ) -> Self:
         """Children: each event asks for the key of the primary object that controls it (``EnqueueRequestForOwner``).
 
@@ -83,13 +99,14 @@ class ControllerBuilder:
         ``when``: only the events it passes (None: all).
         ``urgent``: which changes of a child go to the queue at urgent priority (None: none).
         ``defer``: how long the other changes of a child may wait before they are looked at (None: none waits).
+        ``transform``: what the cache keeps of each child (as in ``for_``).
         """
         if self._primary is None:
             raise ValueError("declare the reconciled resource with for_() before owns()")
         mapper = keys_for_owner(
             owner_kind=self._primary.kind, owner_api_version=self._primary.api_version, orphans=orphans
         )
-        self._watches.append(_Watch(resource, label_selector, mapper, when, urgent, defer))
+        self._watches.append(_Watch(resource, label_selector, mapper, when, urgent, defer, transform))
         return self
 
     def watches(
@@ -104,6 +121,13 @@ class ControllerBuilder:
         if self._primary is None:
             raise ValueError(f"controller {self._name} needs for_() before complete()")
         queue: WorkQueue[ObjectKey] = WorkQueue(name=self._name)
+        for watch in self._watches:  # shape the views before anything reads them
+            self._cache.group(
+                watch.resource,
+                label_selector=watch.label_selector,
+                transform=watch.transform,
+                page_size=watch.page_size,
+            )
         primary: CacheGroup = self._cache.group(self._primary, label_selector=self._primary_selector)
         controller = Controller(
             self._name,

@@ -19,6 +19,7 @@ from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import WatchSettings
 from webserver_operator.core.vocabulary import EventHandler, KubeObject, KubeObjects, ObjectKey, WatchApi
 from webserver_operator.runtime.informers.group import InformerGroup
+from webserver_operator.runtime.informers.informer import Transform
 
 #: Called for each object a cache stops holding although it was not deleted (with sharding: its shard was handed
 #: over and another replica caches it now).
@@ -46,7 +47,40 @@ class CacheGroup(Protocol):
 class SharedCache(Protocol):
     """The process's cache as controllers see it (``InformerCache``, or ``ShardedInformerCache`` with sharding)."""
 
-    def group(self, resource: Resource, *, label_selector: str | None = None) -> CacheGroup: ...
+    def group(
+        self,
+        resource: Resource,
+        *,
+        label_selector: str | None = None,
+        transform: Transform | None = None,
+        page_size: int | None = None,
+    ) -> CacheGroup: ...
+
+
+class ViewShape:
+    """A view's ``transform`` and list ``page_size``, declared once (``group()``), before its informers run.
+
+    Several controllers may declare on one view; two different transforms for the same store would each strip
+    what the other reads, so a second, different one is refused.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.transform: Transform | None = None
+        self.page_size: int | None = None
+
+    def declare(self, *, transform: Transform | None, page_size: int | None) -> bool:
+        """Record what was asked; True when something changed."""
+        if transform is not None and self.transform is not None and transform is not self.transform:
+            raise ValueError(f"{self.name}: a second, different transform declared on the same cache view")
+        if page_size is not None and self.page_size is not None and page_size != self.page_size:
+            raise ValueError(f"{self.name}: list pages of {self.page_size} and {page_size} declared on one view")
+        changed = (transform is not None and self.transform is None) or (
+            page_size is not None and self.page_size is None
+        )
+        self.transform = transform or self.transform
+        self.page_size = page_size or self.page_size
+        return changed
 
 
 class InformerCache:
@@ -54,14 +88,29 @@ class InformerCache:
         self._api = api
         self._settings = settings
         self._groups: dict[tuple[Resource, str | None], InformerGroup] = {}
+        self._shapes: dict[tuple[Resource, str | None], ViewShape] = {}
 
-    def group(self, resource: Resource, *, label_selector: str | None = None) -> InformerGroup:
-        """The group watching ``resource`` (restricted to ``label_selector``), created on first use."""
+    def group(
+        self,
+        resource: Resource,
+        *,
+        label_selector: str | None = None,
+        transform: Transform | None = None,
+        page_size: int | None = None,
+    ) -> InformerGroup:
+        """The group watching ``resource`` (restricted to ``label_selector``), created on first use.
+
+        ``transform`` and ``page_size`` shape the group's informers (``InformerGroup.shape``); declare them before
+        ``run``. None leaves what an earlier declaration set.
+        """
         key = (resource, label_selector)
         if key not in self._groups:
             self._groups[key] = InformerGroup.for_namespaces(
                 self._api, resource, settings=self._settings, label_selector=label_selector
             )
+            self._shapes[key] = ViewShape(resource.plural)
+        if self._shapes[key].declare(transform=transform, page_size=page_size):
+            self._groups[key].shape(transform=transform, page_size=page_size)
         return self._groups[key]
 
     @property

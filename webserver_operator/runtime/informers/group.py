@@ -25,7 +25,7 @@ from webserver_operator.core.vocabulary import (
     WatchApi,
     object_key,
 )
-from webserver_operator.runtime.informers.informer import Informer, noop_handler
+from webserver_operator.runtime.informers.informer import Informer, Transform, noop_handler
 from webserver_operator.runtime.informers.scope import ScopeFactory
 
 logger = logging.getLogger(__name__)
@@ -59,6 +59,8 @@ class InformerGroup:
         on_event: EventHandler | None = None,
         label_selector: str | None = None,
         scope: ScopeFactory | None = None,
+        transform: Transform | None = None,
+        page_size: int | None = None,
     ) -> "InformerGroup":
         """One informer per namespace in ``settings.namespaces``; one cluster-wide when the list is empty.
 
@@ -78,10 +80,25 @@ class InformerGroup:
                 on_event=on_event,
                 watch_timeout_seconds=settings.watch_timeout,
                 stall_timeout=settings.stall_timeout,
+                transform=transform,
             )
             for ns in targets
         ]
-        return cls(informers)
+        group = cls(informers)
+        group.shape(page_size=page_size)
+        return group
+
+    def shape(self, *, transform: Transform | None = None, page_size: int | None = None) -> None:
+        """Give every member ``transform`` and list pages of ``page_size`` objects (None: leave as is); before ``run``.
+
+        ``transform`` trims what the store keeps (``runtime.informers.informer.Transform``); ``page_size`` bounds the
+        objects one list page decodes at once, for a resource whose objects may be large.
+        """
+        for informer in self.informers:
+            if transform is not None:
+                informer.transform = transform
+            if page_size is not None:
+                informer.page_size = page_size
 
     # -- event handlers -----------------------------------------------------------------------------------------
 

@@ -105,6 +105,12 @@ def noop_handler(_type: EventType, _obj: KubeObject, _old: KubeObject | None) ->
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
+Transform = Callable[[KubeObject], KubeObject]
+"""What an informer applies to each object before it enters the store (controller-runtime's ``cache.TransformFunc``).
+
+It may change the object in place and return it: every object it gets was just decoded for this informer alone."""
+
+
 def strip_unread_fields(obj: KubeObject) -> KubeObject:
     """Drop what no reconciler reads before an object is cached (controller-runtime's default transform).
 
@@ -158,6 +164,7 @@ class Informer:
         clock: Callable[[], float] = time.monotonic,
         rng: Callable[[], float] = random.random,
         scope_settle: float = _SCOPE_SETTLE_SECONDS,
+        transform: Transform | None = None,
     ) -> None:
         if watch_timeout_seconds < 1:
             raise ValueError("watch_timeout_seconds must be >= 1")
@@ -178,6 +185,9 @@ class Informer:
         #: Seconds of silence before a watch is restarted; ``None``: drawn per watch from the default range.
         self.stall_timeout = stall_timeout
         self.page_size = page_size
+        #: Applied after ``strip_unread_fields`` to every listed and watched object before the store and the
+        #: handlers see it (the objects of DELETED events too, so handlers compare like with like). Set before ``run``.
+        self.transform = transform
         self._clock = clock
         self._rng = rng
         self._backoff = backoff or Backoff(_RECONNECT_BACKOFF, clock=clock, rand=rng)
@@ -371,7 +381,12 @@ class Informer:
         """List items lack kind/apiVersion (watch objects carry them); fill them in so both look the same."""
         obj.setdefault("apiVersion", self.resource.api_version)
         obj.setdefault("kind", self.resource.kind)
-        return strip_unread_fields(obj)
+        return self._cached_form(obj)
+
+    def _cached_form(self, obj: KubeObject) -> KubeObject:
+        """``obj`` as the store keeps it: unread fields stripped, then this informer's ``transform``."""
+        obj = strip_unread_fields(obj)
+        return self.transform(obj) if self.transform is not None else obj
 
     # -- watch --------------------------------------------------------------------------------------------------------
 
@@ -500,7 +515,7 @@ class Informer:
                 self.scope.after_stray_event(obj)
             return
         change: StoreEvent
-        strip_unread_fields(obj)
+        obj = self._cached_form(obj)
         if event_type == "DELETED":
             old = self.store.delete(object_key(obj))
             change = ("DELETED", obj, old)

@@ -196,3 +196,23 @@ async def test_events_a_filter_rejects_never_reach_the_queue() -> None:
     keys = await _reconciled(controller, reconciler, 2)
     await task
     assert sorted(keys) == [("ns", "deleted"), ("ns", "edited")]
+
+
+def test_for_and_owns_give_their_transform_and_page_size_to_the_shared_views() -> None:
+    cache = InformerCache(FakeApi(), WatchSettings())
+
+    def slim(o: dict[str, Any]) -> dict[str, Any]:
+        return o
+
+    (
+        ControllerBuilder("shaped", cache, ControllerSettings())
+        .for_(WEBSERVERS, transform=slim, page_size=50)
+        .owns(DEPLOYMENTS, label_selector=SELECTOR, transform=slim)
+        .complete(_Recorder())
+    )
+    (webservers,) = cache.group(WEBSERVERS).informers
+    (deployments,) = cache.group(DEPLOYMENTS, label_selector=SELECTOR).informers
+    assert (webservers.transform, webservers.page_size) == (slim, 50)
+    assert (deployments.transform, deployments.page_size) == (slim, 500)
+    with pytest.raises(ValueError, match="different transform"):
+        cache.group(WEBSERVERS, transform=lambda o: o)

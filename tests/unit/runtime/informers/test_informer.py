@@ -424,3 +424,23 @@ def test_routine_watch_restarts_are_exported_at_zero_before_the_first_one() -> N
     for reason in ("timeout", "closed", "stalled"):
         labels = {"resource": "restarts-at-zero", "reason": reason}
         assert metrics.REGISTRY.get_sample_value("webserver_operator_watch_restarts_total", labels) == 0, reason
+
+
+async def test_a_transform_shapes_every_listed_and_watched_object_before_the_store_and_the_handlers() -> None:
+    """A transform (controller-runtime's ``cache.TransformFunc``) runs after the default stripping, on every path."""
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    def keep_name_only(o: dict[str, Any]) -> dict[str, Any]:
+        o["metadata"] = {k: v for k, v in o["metadata"].items() if k in ("name", "namespace", "resourceVersion")}
+        return o
+
+    kube = FakeKube(
+        lists=[page([_heavy("a", "1"), _heavy("gone", "2")], "10")],
+        watches=[[event("ADDED", _heavy("b", "11")), event("DELETED", _heavy("gone", "12"))]],
+    )
+    informer = make_informer(kube, transform=keep_name_only, on_event=lambda t, o, _old: seen.append((t, o)))
+    await run_until_idle(informer, kube)
+    assert sorted(o["metadata"]["name"] for o in informer.store.list()) == ["a", "b"]
+    for _type, o in seen:
+        assert set(o["metadata"]) == {"name", "namespace", "resourceVersion"}, o
+    assert [t for t, _o in seen] == ["ADDED", "ADDED", "ADDED", "DELETED"]

@@ -88,3 +88,22 @@ def test_views_are_declared_before_the_first_shard_starts(api: FakeApi) -> None:
     cache = ShardedInformerCache(api, WatchSettings(namespaces=["a"]), shards=SHARDS)
     assert cache.group(WEBSERVERS) is cache.group(WEBSERVERS)
     assert list(cache.groups) == ["webservers"]
+
+
+async def test_a_views_transform_and_page_size_reach_the_informers_of_the_held_shards(api: FakeApi) -> None:
+    namespaces = [ns for nss in NAMESPACES.values() for ns in nss]
+    cache = ShardedInformerCache(api, WatchSettings(namespaces=namespaces), shards=SHARDS)
+
+    def marked(o: dict[str, Any]) -> dict[str, Any]:
+        return {**o, "metadata": {**o["metadata"], "transformed": True}}
+
+    view = cache.group(WEBSERVERS, transform=marked, page_size=7)
+    try:
+        cache.start(0)
+        await asyncio.wait_for(cache.synced(0), 2)
+        assert view.list() and all(o["metadata"]["transformed"] for o in view.list())
+        assert {informer.page_size for informer in view.informers} == {7}
+        with pytest.raises(RuntimeError, match="declare every view first"):
+            cache.group(Resource("", "v1", "services", "Service"), transform=marked)
+    finally:
+        await cache.close()
