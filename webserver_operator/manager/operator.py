@@ -211,18 +211,19 @@ class Operator:
             sharded_cache = ShardedInformerCache(watch_api, s.watch, shards=s.leader_election.shards)
             sharded = self._shard_leases(sharded_cache, lease_api)
             cache: SharedCache = sharded_cache
-            watched: Mapping[str, Watching] = sharded_cache.groups
             controller = setup_webserver_controller(cache, api=writer.gated(sharded.why_not), settings=s.controller)
+            # Read once the controller declared its groups: the property lists the groups there are now.
+            watched: Mapping[str, Watching] = sharded_cache.groups
             lead = sharded.lead_with(controller)
         else:
             single_cache = InformerCache(watch_api, s.watch)
             cache = single_cache
-            watched = single_cache.groups
             lease = self._leader_lease(lease_api) if s.leader_election.leader_elect else None
             if lease is not None:
                 fence = lease.fence
                 writer = writer.gated(lambda _path: fence.why_not())
             controller = setup_webserver_controller(cache, api=writer, settings=s.controller)
+            watched = single_cache.groups
             lead = self._single_leader(stack, single_cache, controller, lease, lease_api)
         _probe_caches(probes, watched)
         return _Parts(cache=cache, controller=controller, lead=lead)
