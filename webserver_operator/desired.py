@@ -49,6 +49,7 @@ __all__ = [
     "TEMPLATE_REVISIONS",
     "TEMPLATE_REVISION_ANNOTATION",
     "TERMINATION_GRACE_SECONDS",
+    "UPGRADE_ANNOTATION",
     "child_labels",
     "child_name",
     "desired_deployment",
@@ -77,6 +78,8 @@ adds the probes, the preStop pause, the grace period, the rollout strategy and m
 TEMPLATE_REVISION: Final = TEMPLATE_REVISIONS[-1]
 """The newest revision: what a new WebServer, an edited one, or one its owner annotates is rendered at."""
 TEMPLATE_REVISION_ANNOTATION: Final = "webserver-operator.dev/template-revision"
+#: On a WebServer, ``"true"``: its owner asks to move it to the newest template revision (``reconcile.revisions``).
+UPGRADE_ANNOTATION: Final = "webserver-operator.dev/template-upgrade"
 """On the Deployment's metadata (not the pod template, so recording it restarts nothing): the revision rendered."""
 
 PRE_STOP_SLEEP_SECONDS: Final = 10

@@ -145,5 +145,6 @@ def test_readme_quickstart_on_kind(cluster: Cluster, quickstart: list[str]) -> N
     deployment = cluster.get_json("deployment", release, namespace=namespace)
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     # The image `make docker-build kind-load` made and loaded is the one the chart deploys by default.
-    assert container["image"] == f"{values['image']['repository']}:{chart['appVersion']}"
+    image = values["image"]
+    assert container["image"] == f"{image['registry']}/{image['repository']}:{chart['appVersion']}"
     assert deployment["status"].get("readyReplicas") == 1, deployment["status"]

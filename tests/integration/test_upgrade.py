@@ -42,9 +42,8 @@ from tests.support.cluster import Cluster, wait_until
 from tests.support.factories import webserver
 from tests.support.upgrades import CHANGELOG, children_state, declared_template_changes, upgrade_problems
 from tests.support.webservers import wait_field, wait_ready
-from webserver_operator.desired import TEMPLATE_REVISION_ANNOTATION
+from webserver_operator.desired import TEMPLATE_REVISION_ANNOTATION, UPGRADE_ANNOTATION
 from webserver_operator.kube.client import FIELD_MANAGER
-from webserver_operator.reconcile.revisions import UPGRADE_ANNOTATION
 
 BASELINE_REF = "cccf78031ec30c12a8a80469c9d93b38d83774e2"
 """The previous release: the 0.1.0 baseline commit CHANGELOG.md records (no release is published yet)."""

@@ -38,13 +38,11 @@ from webserver_operator.core.vocabulary import KubeObject, controller_of
 from webserver_operator.desired import (
     TEMPLATE_REVISION,
     TEMPLATE_REVISIONS,
+    UPGRADE_ANNOTATION,
     desired_deployment,
     template_revision_of,
 )
 from webserver_operator.reconcile.owned import merge_owned_deployment
-
-UPGRADE_ANNOTATION: Final = "webserver-operator.dev/template-upgrade"
-"""On a WebServer, ``"true"``: move its Deployment to the newest template revision now (one rollout)."""
 
 #: What each revision adds over the one before, for the ``TemplateUpgradePending`` Event.
 REVISION_CHANGES: Final = {

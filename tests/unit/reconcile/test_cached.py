@@ -16,7 +16,7 @@ from tests.support.fake_api import FakeApi
 from webserver_operator.api.models import WEBSERVERS
 from webserver_operator.core.resources import DEPLOYMENTS, SERVICES
 from webserver_operator.core.vocabulary import KubeObject, KubeObjects, ObjectKey
-from webserver_operator.desired import child_labels
+from webserver_operator.desired import TEMPLATE_REVISION, TEMPLATE_REVISION_ANNOTATION, UPGRADE_ANNOTATION, child_labels
 from webserver_operator.reconcile.cached import child_as_cached, webserver_as_cached
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.reconciler import Caches, WebServerReconciler
@@ -125,3 +125,33 @@ async def test_writes_from_the_slim_cache_leave_others_labels_and_annotations_on
     stored = api.get(WS_PATH)
     assert stored is not None
     assert (stored["metadata"]["labels"], stored["metadata"]["annotations"]) == (PADDING, PADDING)
+
+
+def test_the_annotations_the_reconciler_reads_are_cached_and_no_other() -> None:
+    """The template revision a Deployment was rendered at, and a WebServer's request to move to the newest one."""
+    ws = webserver(name=NAME)
+    ws["metadata"]["annotations"] = {UPGRADE_ANNOTATION: "true", **PADDING}
+    assert webserver_as_cached(ws)["metadata"]["annotations"] == {UPGRADE_ANNOTATION: "true"}
+    child = {"metadata": {"name": NAME, "annotations": {TEMPLATE_REVISION_ANNOTATION: "2", **PADDING}}}
+    assert child_as_cached(child)["metadata"]["annotations"] == {TEMPLATE_REVISION_ANNOTATION: "2"}
+
+
+async def test_a_converged_webserver_costs_no_writes_through_the_slim_cache() -> None:
+    """Read through the transform, the Deployment still says which template revision it has: nothing to repair.
+
+    Its rollout moves on (a status update, a new resourceVersion), so the reconciler compares it again.
+    """
+    api = FakeApi()
+    api.put(WEBSERVERS.path(namespace=NS), webserver(name=NAME))
+    operator = reconciler(api)
+    await operator.reconcile(KEY)
+    deployment = api.get(DEP_PATH)
+    assert deployment is not None
+    assert deployment["metadata"]["annotations"][TEMPLATE_REVISION_ANNOTATION] == str(TEMPLATE_REVISION)
+    deployment["status"] = {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1}
+    api.put(DEPLOYMENTS.path(namespace=NS), deployment)
+    before = len(api.writes())
+    await operator.reconcile(KEY)
+    assert [(c.method, c.path) for c in api.writes()[before:] if c.path.startswith(DEP_PATH)] == [], (
+        "the Deployment is written nothing"
+    )
