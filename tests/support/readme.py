@@ -38,14 +38,14 @@ def sh_blocks(text: str) -> list[list[str]]:
 
 
 def first_screen_blocks(text: str | None = None) -> tuple[list[str], list[str]]:
-    """The two blocks before the first section: install a release and reach the sample's page; the contributor's
-    `make demo` and `make test`."""
+    """The two blocks before the first section, returned as (install, contributor): the README starts with the
+    contributor's `make demo` and `make test`, then installs a release and reaches the sample's page."""
     text = README.read_text() if text is None else text
     blocks = sh_blocks(text[: text.index("\n## ")])
     assert len(blocks) == 2, (
-        f"the first screen should have an install block and a contributor block, found {len(blocks)}"
+        f"the first screen should have a contributor block and an install block, found {len(blocks)}"
     )
-    return blocks[0], blocks[1]
+    return blocks[1], blocks[0]
 
 
 def quickstart_blocks() -> tuple[list[str], list[str]]:

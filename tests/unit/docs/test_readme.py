@@ -57,11 +57,11 @@ def test_the_first_screen_sample_passes_restricted_pod_security() -> None:
     assert spec["port"] >= 1024, "a non-root server cannot bind a port below 1024 without a capability"
 
 
-def test_the_contributor_commands_are_make_demo_then_make_test_after_the_install() -> None:
+def test_the_readme_starts_with_make_demo_then_make_test_then_the_install() -> None:
     text = README.read_text()
     install, contributor = first_screen_blocks(text)
     assert [command.split()[:2] for command in contributor] == [["make", "demo"], ["make", "test"]]
-    assert sh_blocks(text)[:2] == [install, contributor]
+    assert sh_blocks(text)[:2] == [contributor, install]
 
 
 def test_the_quickstart_installs_applies_and_waits_with_a_timeout() -> None:
