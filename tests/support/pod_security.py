@@ -47,6 +47,8 @@ class Allowed:
     id: str
     spec: dict[str, Any]
     annotations: dict[str, str] = field(default_factory=dict)
+    #: The first Kubernetes minor whose admission allows it (the check follows 1.36); an older API server refuses it.
+    since_minor: int = 0
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,8 @@ ALLOWED_EDGES: tuple[Allowed, ...] = (
         "sysctl-1-32",
         pod_spec(securityContext={"sysctls": [{"name": "net.ipv4.tcp_rmem", "value": "4096 87380 6291456"}]}),
     ),
-    Allowed("proc-mount-in-user-namespace", {**_context(procMount="Unmasked"), "hostUsers": False}),
+    # Kubernetes 1.35 allowed an unmasked /proc in a user namespace at baseline; 1.34's admission still refuses it.
+    Allowed("proc-mount-in-user-namespace", {**_context(procMount="Unmasked"), "hostUsers": False}, since_minor=35),
 )
 """Pods at the edge of baseline, allowed by both (Kubernetes 1.36)."""
 
