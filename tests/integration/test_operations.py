@@ -16,7 +16,6 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -24,38 +23,16 @@ import pytest
 import yaml
 
 from harness.operator import OperatorProcess
-from tests.support.chart import MANAGER_RULES, Rule
+from tests.support.chart import MANAGER_RULES
 from tests.support.cluster import Cluster, wait_until
 from tests.support.factories import webserver
 from tests.support.proxy import FreezableProxy
+from tests.support.rbac import grant_operator
 from tests.support.webservers import wait_condition, wait_field, wait_ready
 from webserver_operator.core.settings import ClientSettings, ServerSettings, WatchSettings
 from webserver_operator.manager.configuration import Settings
 from webserver_operator.manager.metrics import certs
 from webserver_operator.manager.operator import Operator
-
-
-def _grant(cluster: Cluster, namespace: str, rules: Iterable[Rule]) -> None:
-    """Bind the ServiceAccount ``operator`` to a Role holding exactly ``rules`` in ``namespace``."""
-    verbs: dict[tuple[str, str], list[str]] = {}
-    for group, resource, verb in sorted(rules):
-        verbs.setdefault((group, resource), []).append(verb)
-    role = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "Role",
-        "metadata": {"name": "operator"},
-        "rules": [{"apiGroups": [g], "resources": [r], "verbs": v} for (g, r), v in verbs.items()],
-    }
-    cluster.apply(role, namespace=namespace)
-    cluster.kubectl(
-        "create",
-        "rolebinding",
-        "operator",
-        "-n",
-        namespace,
-        "--role=operator",
-        f"--serviceaccount={namespace}:operator",
-    )
 
 
 def _token_kubeconfig(cluster: Cluster, namespace: str, sa: str, path: Path) -> Path:
@@ -81,7 +58,7 @@ def test_readyz_waits_for_synced_caches_and_healthz_ignores_api_errors(
             for line in op.snapshot()
         ), op.tail()
         # Grant what the operator needs in its namespace: it becomes ready without a restart.
-        _grant(cluster, namespace, MANAGER_RULES)
+        grant_operator(cluster, namespace, MANAGER_RULES)
         wait_until(lambda: op.probe("/readyz")[0] == 200, timeout=90, message=lambda: op.probe("/readyz")[1])
         cluster.apply(webserver("web", replicas=1), namespace=namespace)
         wait_ready(cluster, namespace, "web")
@@ -93,7 +70,7 @@ def test_missing_rbac_for_children_is_reported_on_the_webserver(
     cluster: Cluster, crd: str, namespace: str, tmp_path: Path
 ) -> None:
     kubeconfig = _token_kubeconfig(cluster, namespace, "operator", tmp_path / "sa.kubeconfig")
-    _grant(cluster, namespace, MANAGER_RULES - {("apps", "deployments", "create")})
+    grant_operator(cluster, namespace, MANAGER_RULES - {("apps", "deployments", "create")})
     op = OperatorProcess(kubeconfig=kubeconfig, args=[f"--namespaces={namespace}"])
     try:
         op.wait_started(timeout=60)

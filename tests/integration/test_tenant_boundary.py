@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 
 from harness.operator import OperatorProcess
-from tests.support.chart import MANAGER_RULES, Rule
+from tests.support.chart import MANAGER_RULES
 from tests.support.cluster import Cluster, wait_until
 from tests.support.factories import webserver
+from tests.support.rbac import grant_operator
 from tests.support.webservers import condition, events_for, wait_condition, wait_ready
 from webserver_operator.desired import child_labels
 
@@ -139,26 +140,6 @@ def padded_webserver(name: str, size: int = PADDED_BYTES) -> dict[str, Any]:
     return obj
 
 
-def _grant(cluster: Cluster, namespace: str, rules: Iterable[Rule]) -> None:
-    """The ServiceAccount ``operator`` gets exactly ``rules`` in ``namespace`` (a Role, bound once)."""
-    verbs: dict[tuple[str, str], list[str]] = {}
-    for group, resource, verb in sorted(rules):
-        verbs.setdefault((group, resource), []).append(verb)
-    role = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "Role",
-        "metadata": {"name": "operator"},
-        "rules": [{"apiGroups": [g], "resources": [r], "verbs": v} for (g, r), v in verbs.items()],
-    }
-    cluster.apply(role, namespace=namespace)
-    bound = cluster.kubectl("get", "rolebinding", "operator", "-n", namespace, check=False).returncode == 0
-    if not bound:
-        cluster.kubectl(
-            "create", "rolebinding", "operator", "-n", namespace, "--role=operator",
-            f"--serviceaccount={namespace}:operator",
-        )  # fmt: skip
-
-
 def _memory(pid: int) -> tuple[int, int]:
     """(resident now, peak resident) of process ``pid`` in bytes, from /proc (VmRSS, VmHWM)."""
     fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
@@ -210,7 +191,7 @@ def test_oversized_webservers_leave_the_operator_within_its_memory_limit_through
 ) -> None:
     namespace = padded_namespace
     cluster.kubectl("create", "serviceaccount", "operator", "-n", namespace)
-    _grant(cluster, namespace, MANAGER_RULES)
+    grant_operator(cluster, namespace, MANAGER_RULES)
     kubeconfig = cluster.serviceaccount_kubeconfig(namespace=namespace, serviceaccount="operator", path=tmp_path / "k")
     op = OperatorProcess(
         kubeconfig=kubeconfig,
@@ -229,7 +210,7 @@ def test_oversized_webservers_leave_the_operator_within_its_memory_limit_through
         assert op.metric("webserver_operator_watch_relists_total", relists) == 1
         # A relist: without list and watch on WebServers the next watch (at most 10 s away) is refused, and the
         # informer starts over with a list once the right is back (runtime.informers.informer: 403 -> relist).
-        _grant(
+        grant_operator(
             cluster,
             namespace,
             MANAGER_RULES - {(g, "webservers", v) for g, _r, _v in MANAGER_RULES for v in ("list", "watch")},
@@ -242,7 +223,7 @@ def test_oversized_webservers_leave_the_operator_within_its_memory_limit_through
             timeout=60,
             message="the WebServer watch refused",
         )
-        _grant(cluster, namespace, MANAGER_RULES)
+        grant_operator(cluster, namespace, MANAGER_RULES)
         wait_until(
             lambda: op.metric("webserver_operator_watch_relists_total", relists) == 2,
             timeout=120,

@@ -7,6 +7,7 @@ user-facing aggregated roles): Kubernetes itself is the judge, not a re-implemen
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from tests.support.chart import Rule
 from tests.support.cluster import Cluster
@@ -44,3 +45,25 @@ def can_i_list(cluster: Cluster, *, user: str, namespace: str) -> dict[Rule, set
     for rule in DEFAULT_RULES:
         granted.pop(rule, None)
     return granted
+
+
+def grant_operator(cluster: Cluster, namespace: str, rules: Iterable[Rule]) -> None:
+    """The ServiceAccount ``operator`` gets exactly ``rules`` in ``namespace``: a Role, bound once.
+
+    Called again, it replaces the Role's rules (a test takes rights away and gives them back) and keeps the binding.
+    """
+    verbs: dict[tuple[str, str], list[str]] = {}
+    for group, resource, verb in sorted(rules):
+        verbs.setdefault((group, resource), []).append(verb)
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": "operator"},
+        "rules": [{"apiGroups": [g], "resources": [r], "verbs": v} for (g, r), v in verbs.items()],
+    }
+    cluster.apply(role, namespace=namespace)
+    if cluster.kubectl("get", "rolebinding", "operator", "-n", namespace, check=False).returncode != 0:
+        cluster.kubectl(
+            "create", "rolebinding", "operator", "-n", namespace, "--role=operator",
+            f"--serviceaccount={namespace}:operator",
+        )  # fmt: skip
