@@ -236,21 +236,30 @@ def _allowed_apparmor_annotation(value: str) -> bool:
     return value in ("", "runtime/default") or value.startswith("localhost/")
 
 
-def _app_armor(pod_spec: Json, annotations: Mapping[str, str]) -> Finding:
+def _disallowed_profiles(pod_spec: Json, field: str) -> tuple[list[str], set[str]]:
+    """Who sets the profile ``field`` to a type other than RuntimeDefault or Localhost, and the types they set.
+
+    ``field`` is ``seccompProfile`` or ``appArmorProfile``; who is ``pod`` and/or the containers, in admission's phrase.
+    """
     setters: list[str] = []
     values: set[str] = set()
-    pod_profile = _context(pod_spec).get("appArmorProfile")
+    pod_profile = _context(pod_spec).get(field)
     if pod_profile is not None and pod_profile.get("type") not in _ALLOWED_PROFILE_TYPES:
         setters.append("pod")
         values.add(str(pod_profile.get("type") or ""))
     bad: list[str] = []
     for container in _containers(pod_spec):
-        profile = _context(container).get("appArmorProfile")
+        profile = _context(container).get(field)
         if profile is not None and profile.get("type") not in _ALLOWED_PROFILE_TYPES:
             bad.append(str(container.get("name", "")))
             values.add(str(profile.get("type") or ""))
     if bad:
         setters.append(_containers_phrase(bad))
+    return setters, values
+
+
+def _app_armor(pod_spec: Json, annotations: Mapping[str, str]) -> Finding:
+    setters, values = _disallowed_profiles(pod_spec, "appArmorProfile")
     forbidden = sorted(
         f"{key}={json.dumps(str(value))}"
         for key, value in annotations.items()
@@ -321,20 +330,7 @@ def _proc_mount(pod_spec: Json) -> Finding:
 
 
 def _seccomp(pod_spec: Json) -> Finding:
-    setters: list[str] = []
-    values: set[str] = set()
-    pod_profile = _context(pod_spec).get("seccompProfile")
-    if pod_profile is not None and pod_profile.get("type") not in _ALLOWED_PROFILE_TYPES:
-        setters.append("pod")
-        values.add(str(pod_profile.get("type") or ""))
-    bad: list[str] = []
-    for container in _containers(pod_spec):
-        profile = _context(container).get("seccompProfile")
-        if profile is not None and profile.get("type") not in _ALLOWED_PROFILE_TYPES:
-            bad.append(str(container.get("name", "")))
-            values.add(str(profile.get("type") or ""))
-    if bad:
-        setters.append(_containers_phrase(bad))
+    setters, values = _disallowed_profiles(pod_spec, "seccompProfile")
     if not setters:
         return None
     return (
