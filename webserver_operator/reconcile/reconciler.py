@@ -69,7 +69,7 @@ from webserver_operator.desired import (
 from webserver_operator.kube.client import FIELD_MANAGER
 from webserver_operator.kube.errors import ApiError, Conflict, NotFound, TransportError
 from webserver_operator.reconcile.adoption import deployment_refusals, service_refusals
-from webserver_operator.reconcile.cached import webserver_as_cached
+from webserver_operator.reconcile.cached import WEBSERVER_SKIM, webserver_as_cached
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.fights import FightLog, last_writer
 from webserver_operator.reconcile.owned import (
@@ -582,7 +582,7 @@ class WebServerReconciler:
         """
         path = WEBSERVERS.path(namespace=ws.namespace, name=ws.name)
         try:
-            current = await self._api.request("GET", path)
+            current = await self._api.request("GET", path, decode=WEBSERVER_SKIM.object)
         except NotFound:
             current = {}
         uid = (current.get("metadata") or {}).get("uid")
@@ -831,7 +831,7 @@ class WebServerReconciler:
         body = {**obj, "status": status}
         path = WEBSERVERS.path(namespace=meta["namespace"], name=meta["name"], subresource="status")
         # Kept until the cache has seen it (``_latest``): in the form the cache keeps (a tenant's labels dropped).
-        written = webserver_as_cached(await self._api.request("PUT", path, body=body))
+        written = webserver_as_cached(await self._api.request("PUT", path, body=body, decode=WEBSERVER_SKIM.object))
         self.own_writes.record(WEBSERVERS.kind, written)
         key = (str(meta["namespace"]), str(meta["name"]))
         self._status_written[key] = (_resource_version(obj), written)
@@ -841,7 +841,8 @@ class WebServerReconciler:
     async def _fresh_webserver(self, obj: KubeObject) -> KubeObject | None:
         meta = obj["metadata"]
         try:
-            return await self._api.request("GET", WEBSERVERS.path(namespace=meta["namespace"], name=meta["name"]))
+            path = WEBSERVERS.path(namespace=meta["namespace"], name=meta["name"])
+            return await self._api.request("GET", path, decode=WEBSERVER_SKIM.object)
         except NotFound:
             return None
 
