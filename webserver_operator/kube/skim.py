@@ -47,7 +47,6 @@ class Skim:
         self.metadata = frozenset(metadata)
         meta = _struct("SkimmedMetadata", ((key, Any) for key in sorted(self.metadata)))
         obj = _struct("SkimmedObject", [*((key, Any) for key in _OBJECT_FIELDS), ("metadata", meta | None)])
-        self._meta, self._obj = meta, obj
         self._object = msgspec.json.Decoder(obj | None)
         items: Any = list[obj]  # type: ignore[valid-type]  # a type built at run time
         self._list = msgspec.json.Decoder(
@@ -58,41 +57,20 @@ class Skim:
 
     def object(self, data: bytes) -> Any:
         """One object (a GET or a write's answer)."""
-        try:
-            return self._plain(self._object.decode(data))
-        except msgspec.DecodeError:
-            return jsoncodec.decode(data)
+        return self._decode(self._object, data)
 
     def list(self, data: bytes) -> Any:
         """A list page: ``items`` skimmed, the list's own ``metadata`` whole."""
-        try:
-            decoded = self._list.decode(data)
-        except msgspec.DecodeError:
-            return jsoncodec.decode(data)
-        page = self._plain(decoded)
-        if isinstance(page, dict) and page.get("items") is not None:
-            page["items"] = [self._plain(item) for item in page["items"]]
-        return page
+        return self._decode(self._list, data)
 
     def event(self, data: bytes) -> Any:
         """A watch event: ``type`` and the skimmed ``object``."""
+        return self._decode(self._event, data)
+
+    @staticmethod
+    def _decode(decoder: msgspec.json.Decoder[Any], data: bytes) -> Any:
+        """Plain dicts and lists, keys absent from the input left out (``to_builtins`` drops unset fields)."""
         try:
-            decoded = self._event.decode(data)
+            return msgspec.to_builtins(decoder.decode(data))
         except msgspec.DecodeError:
             return jsoncodec.decode(data)
-        event = self._plain(decoded)
-        if isinstance(event, dict) and "object" in event:
-            event["object"] = self._plain(event["object"])
-        return event
-
-    def _plain(self, value: Any) -> Any:
-        """A decoded struct as the dict ``kube.jsoncodec`` would give (absent keys left out); others as they are."""
-        if not isinstance(value, msgspec.Struct):
-            return value
-        plain: dict[str, Any] = {}
-        for key in value.__struct_fields__:
-            item = getattr(value, key)
-            if item is msgspec.UNSET:
-                continue
-            plain[key] = self._plain(item) if isinstance(item, self._meta) else item
-        return plain
