@@ -152,7 +152,8 @@ def _unsharded_text(cfg: RunConfig) -> list[str]:
         f"- **no retry storm**: requests other than LIST/WATCH stay within {BASELINE_FACTOR:g}x what the no-fault "
         f"baseline sent in as long plus {CATCH_UP_REQUESTS_PER_WEBSERVER} per WebServer for each catch-up in the "
         "window (one, plus one per process start and per leader change: a new leader re-reconciles everything at "
-        "once), and LISTs stay within two per informer per process that ran in the window. The busiest second is "
+        "once), and LISTs stay within two per informer per process that ran in the window (a paginated list counts "
+        "once). The busiest second is "
         "reported, not judged: catching up is a burst by design.",
         "- **no write from a deposed leader**: no write accepted from a replica later than its last successful Lease "
         "renewal + renew deadline + 1s (+ injected latency), nor from a replica that never held the Lease.",
@@ -190,7 +191,7 @@ def _sharded_text(cfg: RunConfig) -> list[str]:
         "",
         "- **recovered**, **no retry storm**, **liveness never failed**, **no unhandled exception**: as in the full "
         "run; a shard handover counts as a catch-up of 1/shards of the WebServers, each shard gained allows a "
-        "list of its replica's three informers, and the Lease LISTs of every replica's rounds count with the other "
+        "list of its replica's informers, and the Lease LISTs of every replica's rounds count with the other "
         "requests, not as relists.",
         "- **0 writes for a shard without a current grant of its Lease (0 s slack)**: every write to a shard's "
         "objects (namespaced, Leases aside: Deployments, Services, WebServer status, Events), accepted or rejected, "

@@ -60,6 +60,9 @@ FULL = RunConfig(
     baseline=20.0,
 )
 # One fault's limit: calm before it (up to 3 min), injection, heal and recovery (each measure capped by ``cap``).
+#: The informers of one operator process (one set per watched namespace): WebServers, Deployments, Services and
+#: PodDisruptionBudgets (reconcile/setup.py). The LIST allowance of each window is two per informer per process.
+INFORMERS = 4
 FAULT_LIMIT = 420.0
 #: How long convergence must hold before the final quiet window starts: longer than the operator's 2 s hold-back of a
 #: status change that only updates a rollout's details, so a write that answers the churn's last change is not taken
@@ -384,18 +387,18 @@ def _measure(h: Harness, result: Result, baseline: Window, windows: list[Window]
     else:
         deposed = deposed_writes(requests, timeline, renew_deadline=h.cfg.renew_deadline, slack_at=h.slack_at)
     incidents = h.incidents()
-    informers = 3 if h.cfg.watch_all else 3 * len(h.namespaces)
+    informers = INFORMERS if h.cfg.watch_all else INFORMERS * len(h.namespaces)
 
     webservers = len(h.slots) + len(h.bulk_slots) + 1 + len(h.foreign)
     rate = 0.0
 
     def measure(w: Window) -> Figures:
         moved: list[str] | None = None
-        if sharded:  # a replica's three informers list once per shard gained (at most: a round's gains share one)
+        if sharded:  # a replica's informers list once per shard gained (at most: a round's gains share one)
             moved = handovers(found, w.start, w.end)
-            per_process, slots = 3, h.cfg.shards + len(moved)
+            per_process, slots = INFORMERS, h.cfg.shards + len(moved)
         else:
-            per_process = 3 * len(h.namespaces) if w.name == "40-namespaces" else informers
+            per_process = INFORMERS * len(h.namespaces) if w.name == "40-namespaces" else informers
             slots = len(h.replicas)
         return figures(
             w,

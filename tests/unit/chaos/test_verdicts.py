@@ -15,7 +15,15 @@ B = "system:serviceaccount:webserver-operator-audited:chaos-op-b"
 
 
 def req(
-    t: float, user: str, verb: str, resource: str, *, code: int = 200, name: str = "web", holder: str | None = None
+    t: float,
+    user: str,
+    verb: str,
+    resource: str,
+    *,
+    code: int = 200,
+    name: str = "web",
+    holder: str | None = None,
+    uri: str = "",
 ) -> Request:
     return Request(
         audit_id=f"{user}-{verb}-{resource}-{t}",
@@ -30,6 +38,7 @@ def req(
         code=code,
         jti="",
         lease_holder=holder,
+        uri=uri,
     )
 
 
@@ -149,3 +158,15 @@ def test_lease_lists_of_sharded_rounds_count_with_the_other_requests_not_with_in
     relist = req(6.0, A, "list", "deployments")
     fig = figures(w, [*rounds, relist], timeline=[], deposed=([], []), incidents=[], informers_per_process=3, slots=1)
     assert fig.lists == 1 and fig.other == 3
+
+
+def test_the_pages_of_one_paginated_list_count_as_one_list_and_a_relist_loop_still_fails() -> None:
+    w = Window("apiserver-restart", "restart", start=0.0, healed=5.0, end=10.0)
+    path = "/apis/web.webserver-operator.dev/v1/webservers?limit=10"
+    pages = [req(6.0, A, "list", "webservers", uri=path)]
+    pages += [req(6.0 + i / 10, A, "list", "webservers", uri=f"{path}&continue=tok{i}") for i in range(1, 20)]
+    fig = figures(w, pages, timeline=[], deposed=([], []), incidents=[], informers_per_process=4, slots=1)
+    assert fig.lists == 1 and fig.lists <= fig.list_allowance
+    loop = [req(6.0 + i / 10, A, "list", "webservers", uri=path) for i in range(20)]
+    fig = figures(w, loop, timeline=[], deposed=([], []), incidents=[], informers_per_process=4, slots=1)
+    assert fig.lists == 20 and fig.lists > fig.list_allowance
