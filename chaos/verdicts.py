@@ -96,13 +96,18 @@ def busiest_second(requests: list[Request]) -> int:
     return max(buckets.values(), default=0)
 
 
+#: The resources the operator's informers list and watch (reconcile/setup.py).
+INFORMER_RESOURCES = frozenset({"webservers", "deployments", "services", "poddisruptionbudgets"})
+
+
 def _is_informer(r: Request) -> bool:
     """A LIST or WATCH of an informer.
 
-    Lease LISTs are not: a sharded replica lists the member and shard Leases in every round, as steady as a renewal,
-    so they count with the other requests against the baseline's rate.
+    Other LISTs are reads that count with the other requests against the baseline's rate: a sharded replica lists
+    the member and shard Leases in every round, as steady as a renewal, and a reconcile whose rollout has made no
+    progress for 20 s lists its namespace's Unhealthy pod Events (reconcile/probes.py, at most once per 10 s).
     """
-    return r.verb in {"list", "watch"} and r.resource != "leases"
+    return r.verb in {"list", "watch"} and r.resource in INFORMER_RESOURCES
 
 
 def _starts_a_list(r: Request) -> bool:

@@ -170,3 +170,11 @@ def test_the_pages_of_one_paginated_list_count_as_one_list_and_a_relist_loop_sti
     loop = [req(6.0 + i / 10, A, "list", "webservers", uri=path) for i in range(20)]
     fig = figures(w, loop, timeline=[], deposed=([], []), incidents=[], informers_per_process=4, slots=1)
     assert fig.lists == 20 and fig.lists > fig.list_allowance
+
+
+def test_a_reconciles_list_of_pod_events_counts_with_the_other_requests_not_as_a_relist() -> None:
+    w = Window("slow-api", "latency", start=0.0, healed=5.0, end=10.0)
+    looks = [req(1.0 + i, A, "list", "events") for i in range(8)]
+    relist = req(6.0, A, "list", "services")
+    fig = figures(w, [*looks, relist], timeline=[], deposed=([], []), incidents=[], informers_per_process=4, slots=1)
+    assert fig.lists == 1 and fig.other == 8
