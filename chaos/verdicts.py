@@ -9,8 +9,8 @@ The rules, fixed before any run (they are what the report states next to each fi
   (reconcile reads and writes, Lease calls, Events) stay within 1.5x what the no-fault baseline sent in as long, plus
   4 requests per WebServer for each catch-up the window contains (one, plus one per process start and per leader
   change). LISTs stay within two per informer per process that ran in the window (a relist after a broken watch or a
-  410 is normal; a relist loop is not); the later pages of one paginated list count with its first. A client that retries without backoff, or ignores Retry-After, overruns both
-  within seconds;
+  410 is normal; a relist loop is not); the later pages of one paginated list count with its first. A client that
+  retries without backoff, or ignores Retry-After, overruns both within seconds;
 - **no write from a deposed leader**: no write accepted (2xx) from a replica more than ``renew_deadline`` (plus 1 s,
   plus any latency injected towards the API server) after its own last successful Lease renewal, and none from a
   replica that never held the Lease. Attempts that the API server rejected are counted apart;

@@ -9,8 +9,9 @@ relist of 100 such WebServers took the operator past its 256Mi limit on a busy m
 
 msgspec decodes against a schema and skips the fields the schema does not name without building them (measured on
 that page: +2 MiB resident instead of +58 MiB, in a ninth of orjson's time). An ordinary WebServer watch event,
-decoded and trimmed for the cache, costs the same CPU either way (5.4 us). A ``Skim`` names the metadata keys its reader uses; ``labels`` and ``managedFields`` are never built
-unless named. ``annotations`` may be named: the API server bounds them to 256 KiB per object.
+decoded and trimmed for the cache, costs the same CPU either way (5.4 us). A ``Skim`` names the metadata keys its
+reader uses; ``labels`` and ``managedFields`` are never built unless named. ``annotations`` may be named: the API
+server bounds them to 256 KiB per object.
 
 The shape is that of a custom resource: ``apiVersion``, ``kind``, ``metadata``, ``spec``, ``status`` (``spec`` and
 ``status`` decoded whole: the CRD schema bounds them). A ``Status`` (a watch ``ERROR`` event's object) keeps its
