@@ -32,6 +32,8 @@ from typing import Final
 from webserver_operator.core.vocabulary import KubeObject
 from webserver_operator.desired import TEMPLATE_REVISION_ANNOTATION, UPGRADE_ANNOTATION, child_labels
 
+__all__ = ["child_as_cached", "webserver_as_cached"]
+
 #: The metadata the reconciler reads of any object it caches.
 _METADATA_READ: Final = frozenset(
     {"name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp"}

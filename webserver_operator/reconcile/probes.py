@@ -26,6 +26,8 @@ from webserver_operator.core.resources import EVENTS
 from webserver_operator.core.vocabulary import ApiRequests, KubeObject, ObjectKey
 from webserver_operator.kube.errors import ApiError, TransportError
 
+__all__ = ["FRESH_SECONDS", "GRACE", "LOOK_INTERVAL", "ProbeFailures", "latest_failure", "needs_look"]
+
 GRACE: Final = 20.0
 """Seconds a Deployment with unready pods of its current version may make no progress before the operator asks why:
 longer than the default readiness probe takes to pass on a starting server, so ordinary rollouts and bulk creates read
