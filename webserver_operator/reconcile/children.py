@@ -109,12 +109,13 @@ class ChildSync:
         clock: Callable[[], datetime],
     ) -> None:
         self._api = api
+        #: The per-child histories, kept here: only the child sync reads them (``forget`` drops a WebServer's).
+        self._fights = FightLog(lambda: clock().timestamp())
+        self._creates = RecentCreates(lambda: clock().timestamp())
         self._recorder = recorder
         self._memory = memory
         self.own_writes = own_writes
         self._pod_security = pod_security
-        self._fights = FightLog(lambda: clock().timestamp())
-        self._creates = RecentCreates(lambda: clock().timestamp())
         self._deployment = _Child(
             DEPLOYMENTS, deployments, desired_deployment, merge_owned_deployment, immutable_selector=True
         )
