@@ -508,17 +508,18 @@ class ChildSync:
         try:
             return await self._api.request("GET", child.path(ws))
         except NotFound:
-            self._memory.of((ws.namespace, ws.name)).not_ours.discard(child.kind)
+            record = self._memory.of((ws.namespace, ws.name))
+            record.not_ours -= {child.kind}
             return None
 
     def _check_ownership(self, ws: WebServer, child: _Child, live: KubeObject) -> None:
-        not_ours = self._memory.of((ws.namespace, ws.name)).not_ours
+        record = self._memory.of((ws.namespace, ws.name))
         try:
             self._raise_unless_ours(ws, child, live)
         except Problem:
-            not_ours.add(child.kind)
+            record.not_ours |= {child.kind}
             raise
-        not_ours.discard(child.kind)
+        record.not_ours -= {child.kind}
 
     def _raise_unless_ours(self, ws: WebServer, child: _Child, live: KubeObject) -> None:
         owner = controller_of(live)
