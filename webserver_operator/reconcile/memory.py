@@ -6,16 +6,18 @@ a memory added later is a field here, forgotten with the rest without anyone hav
 what it saves: a memory only ever spares work or a write; losing it (a restart) costs one more read or write, never
 a wrong answer.
 
-Pure data, no I/O. Used by ``reconcile.reconciler`` (the status side: what was written, when, and found current) and
-``reconcile.children`` (the child side: namesakes, clean versions, an owner found behind); the keyed helpers with
-logic and aggregates of their own (``reconcile.fights``, ``.recreates``, ``.revisions``, ``.probes``,
-``.triggers``) are forgotten beside it by ``WebServerReconciler.forget``.
+Pure data, no I/O. Used by ``reconcile.reconciler`` (the status side: what was written, when, and found current),
+``reconcile.children`` (the child side: namesakes, clean versions, an owner found behind) and ``reconcile.probes``
+(when pods became unready, the last look at their probe Events); the keyed helpers with logic and aggregates of
+their own (``reconcile.fights``, ``.recreates``, ``.revisions``' gauge and pacer, ``.triggers``' echo filter read
+by the event handlers) are forgotten beside it by ``WebServerReconciler.forget``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 
 from webserver_operator.core.vocabulary import KubeObject, ObjectKey
 
@@ -59,6 +61,11 @@ class KeyMemory:
     #: The cached uid whose quick re-create found the owner gone or replaced on the API server: until a check passes,
     #: its children are not created again before the owner is read (``reconcile.recreates``).
     owner_behind: str | None = None
+    #: Since when the pods have been unready, for a Deployment without a Progressing condition (``reconcile.probes``).
+    unready_since: datetime | None = None
+    #: When the probe Events were last read, and the failure found then (None: none): read again after
+    #: ``LOOK_INTERVAL`` only.
+    probe_look: tuple[datetime, str | None] | None = None
 
 
 class Memory:

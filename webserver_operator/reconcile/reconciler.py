@@ -101,7 +101,7 @@ class WebServerReconciler:
         #: Moves WebServers left on an old template revision at the admin's pace (off at rate 0).
         self._pacer = Pacer(template_upgrade_rate, lambda: self._clock().timestamp())
         #: Why unready pods are unready: the kubelet's last probe failure, read only while they are.
-        self._probes = ProbeFailures(api, lambda: self._clock())  # noqa: PLW0108 - late bound: tests move the clock
+        self._probes = ProbeFailures(api, lambda: self._clock(), self._memory)  # noqa: PLW0108 - late bound clock
         self._children = ChildSync(
             api=api,
             deployments=caches.deployments,
@@ -118,15 +118,15 @@ class WebServerReconciler:
         """Drop every memory kept for ``key``: the WebServer is deleted, or its shard was handed to another replica.
 
         Called from both paths (the delete branch of ``reconcile`` and the shard eviction handler of
-        ``reconcile.setup``). The reconciler's own memories are one record (``reconcile.memory``), so a memory added
-        later is forgotten with it; the keyed helpers below carry aggregates of their own (the revision gauge, the
-        pacer's rolling count, the re-create window, the echo filter read by the event handlers) and are told too.
+        ``reconcile.setup``). The reconciler's, the child sync's and the probe look's memories are one record
+        (``reconcile.memory``), so a memory added later is forgotten with it; the keyed helpers below carry an
+        aggregate or a reader of their own (the fight and re-create windows, the revision gauge, the pacer's rolling
+        count, the echo filter read by the event handlers) and are told too.
         ``remembered_keys`` is its check.
         """
         self._memory.forget(key)
         self._children.forget(key)
         self._revisions.forget(key)
-        self._probes.forget(key)
         self._pacer.forget(key)
         # The children are named like the WebServer (``desired.child_name``).
         self.own_writes.forget(*key, kinds=(WEBSERVERS.kind, *self._children.kinds))
@@ -137,7 +137,6 @@ class WebServerReconciler:
             self._memory.keys()
             | self._children.keys()
             | self._revisions.keys()
-            | self._probes.keys()
             | self._pacer.keys()
             | self.own_writes.keys()
         )
