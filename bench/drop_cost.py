@@ -29,7 +29,7 @@ from typing import Any, Unpack
 
 from bench.progress import say
 from webserver_operator.core.resources import DEPLOYMENTS
-from webserver_operator.core.vocabulary import QueryValue, RequestOptions
+from webserver_operator.core.vocabulary import Decode, QueryValue, RequestOptions
 from webserver_operator.kube import jsoncodec
 from webserver_operator.kube.stream import WatchStream
 from webserver_operator.manager.eventloop import choose_loop, run
@@ -197,14 +197,18 @@ class _ReplayApi:
         raise AssertionError(f"the replay serves one watch, not {method} {path}")
 
     @contextlib.asynccontextmanager
-    async def watch(self, path: str, *, query: Mapping[str, QueryValue]) -> AsyncIterator[WatchStream]:
+    async def watch(
+        self, path: str, *, query: Mapping[str, QueryValue], decode: Decode | None = None
+    ) -> AsyncIterator[WatchStream]:
         chunks: Iterator[bytes] = iter(self._lines)
 
         async def read_chunk() -> bytes:
             await asyncio.sleep(0)
             return next(chunks, b"")
 
-        yield WatchStream(read_chunk=read_chunk, method="GET", path=path, host="replay")
+        yield WatchStream(
+            read_chunk=read_chunk, method="GET", path=path, host="replay", decode=decode or jsoncodec.decode
+        )
 
 
 def scope_for(case: str) -> ShardUnion | None:

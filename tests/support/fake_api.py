@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Unpack
 
-from webserver_operator.core.vocabulary import MERGE_PATCH, QueryValue, RequestOptions
+from webserver_operator.core.vocabulary import MERGE_PATCH, Decode, QueryValue, RequestOptions
 from webserver_operator.kube.errors import ApiError, KubeError, api_error_from_response
 from webserver_operator.kube.paths import parse_path
 
@@ -121,6 +121,12 @@ class FakeApi:
     # -- the API --------------------------------------------------------------------------------------------------
 
     async def request(self, method: str, path: str, **options: Unpack[RequestOptions]) -> dict[str, Any]:
+        answer = await self._answer(method, path, **options)
+        decode = options.get("decode")
+        # As the real client: the answer's JSON through the caller's decoder (``kube.skim``) when it names one.
+        return answer if decode is None else dict(decode(json.dumps(answer).encode()))
+
+    async def _answer(self, method: str, path: str, **options: Unpack[RequestOptions]) -> dict[str, Any]:
         method = method.upper()
         query, body, content_type = options.get("query"), options.get("body"), options.get("content_type")
         self.calls.append(Call(method, path, {k: str(v) for k, v in (query or {}).items()}, body, content_type))
@@ -262,9 +268,12 @@ class FakeApi:
 
     @contextlib.asynccontextmanager
     async def watch(
-        self, path: str, *, query: Mapping[str, QueryValue]
+        self, path: str, *, query: Mapping[str, QueryValue], decode: Decode | None = None
     ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
-        """Play the next script from ``watches``: an exception (raised on open) or events / exceptions / pauses."""
+        """Play the next script from ``watches``: an exception (raised on open) or events / exceptions / pauses.
+
+        Events pass through ``decode`` as JSON when the caller names a decoder (``kube.skim``), as on the wire.
+        """
         self.watch_queries.append({k: str(v) for k, v in query.items()})
         if not self.watches:
             self.idle.set()
@@ -272,9 +281,9 @@ class FakeApi:
         script = self.watches.popleft()
         if isinstance(script, BaseException):
             raise script
-        yield self._stream(script)
+        yield self._stream(script, decode)
 
-    async def _stream(self, script: list[Any]) -> AsyncIterator[dict[str, Any]]:
+    async def _stream(self, script: list[Any], decode: Decode | None) -> AsyncIterator[dict[str, Any]]:
         for item in script:
             if isinstance(item, float):
                 await asyncio.sleep(item)
@@ -283,4 +292,4 @@ class FakeApi:
                 await asyncio.Event().wait()
             if isinstance(item, BaseException):
                 raise item
-            yield item
+            yield item if decode is None else dict(decode(json.dumps(item).encode()))

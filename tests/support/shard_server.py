@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Unpack
 
 from webserver_operator.core.resources import Resource
-from webserver_operator.core.vocabulary import KubeObject, ObjectKey, QueryValue, RequestOptions
+from webserver_operator.core.vocabulary import Decode, KubeObject, ObjectKey, QueryValue, RequestOptions
 from webserver_operator.runtime.sharding.ranges import SHARD_SELECTOR_PARAM, namespace_hash
 
 _BOUNDS = re.compile(r"'(0x[0-9a-f]+)', '(0x[0-9a-f]+)'")
@@ -102,7 +102,7 @@ class ShardServer:
 
     @contextlib.asynccontextmanager
     async def watch(
-        self, path: str, *, query: Mapping[str, QueryValue]
+        self, path: str, *, query: Mapping[str, QueryValue], decode: Decode | None = None
     ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
         assert path == self.path, f"unexpected watch of {path}"
         self.watch_queries.append({k: str(v) for k, v in query.items()})

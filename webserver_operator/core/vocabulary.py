@@ -22,6 +22,7 @@ from typing import Any, Literal, Protocol, TypedDict, Unpack
 __all__ = [
     "MERGE_PATCH",
     "ApiRequests",
+    "Decode",
     "EventHandler",
     "EventType",
     "KubeObject",
@@ -89,12 +90,19 @@ class ObjectReader(Protocol):
         ...
 
 
+#: A decoder of an answer's JSON body (``kube.jsoncodec.decode`` or one of ``kube.skim.Skim``'s).
+Decode = Callable[[bytes], Any]
+
+
 class RequestOptions(TypedDict, total=False):
     """The optional parts of one API request, declared once for the Protocol, the client and the fakes."""
 
     query: Mapping[str, QueryValue] | None
     body: object | None
     content_type: str | None
+    #: Decodes the answer's body instead of ``kube.jsoncodec.decode`` (``kube.skim.Skim.object``: a tenant-written
+    #: object decoded without the fields no reader reads).
+    decode: Decode | None
 
 
 class ApiRequests(Protocol):
@@ -111,9 +119,11 @@ class WatchApi(ApiRequests, Protocol):
     """Requests plus watches: what an informer needs (implemented by ``kube.client.KubeClient``)."""
 
     def watch(
-        self, path: str, *, query: Mapping[str, QueryValue]
+        self, path: str, *, query: Mapping[str, QueryValue], decode: Decode | None = None
     ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[dict[str, Any]]]:
         """Open a watch: ``async with api.watch(...) as events: async for event in events``.
+
+        ``decode`` decodes each event line instead of ``kube.jsoncodec.decode`` (``kube.skim.Skim.event``).
 
         Opening raises ``ApiError`` (e.g. ``Gone``, ``Forbidden``) or ``TransportError``; iterating raises
         ``TransportError`` and ends normally when the server closes the stream at ``timeoutSeconds``.

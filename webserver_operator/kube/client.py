@@ -89,7 +89,7 @@ from urllib.parse import quote, urlencode
 
 from webserver_operator import __version__, metrics
 from webserver_operator.core.settings import ClientSettings, WatchSettings
-from webserver_operator.core.vocabulary import QueryValue, RequestOptions
+from webserver_operator.core.vocabulary import Decode, QueryValue, RequestOptions
 from webserver_operator.kube import jsoncodec, noproxy
 from webserver_operator.kube.errors import (
     ConfigurationError,
@@ -322,7 +322,14 @@ class KubeClient:
 
         try:
             return await call_with_retries(
-                lambda: self._attempt(method, path, query=pairs, body=body, content_type=content_type or _JSON),
+                lambda: self._attempt(
+                    method,
+                    path,
+                    query=pairs,
+                    body=body,
+                    content_type=content_type or _JSON,
+                    decode=options.get("decode") or jsoncodec.decode,
+                ),
                 policy=self._policy,
                 sleep=self._sleep,
                 rand=self._rand,
@@ -334,7 +341,14 @@ class KubeClient:
             raise
 
     async def _attempt(
-        self, method: str, path: str, *, query: list[tuple[str, str]], body: object | None, content_type: str
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, str]],
+        body: object | None,
+        content_type: str,
+        decode: Decode,
     ) -> dict[str, Any]:
         started = time.monotonic()
         deadline = asyncio.timeout(self._request_timeout)
@@ -360,7 +374,7 @@ class KubeClient:
             error = api_error_from_response(status, data, method=method, path=path, headers=head.headers())
             log.debug("%s %s -> %d %s: %s", method, path, status, error.reason, error.message)
             raise error
-        return self._decode(data, method=method, path=path)
+        return self._decode(data, decode, method=method, path=path)
 
     async def _send(
         self,
@@ -474,11 +488,11 @@ class KubeClient:
         return TransportError(method=method, path=path, cause=cause, host=self._host, retriable=retriable)
 
     @staticmethod
-    def _decode(data: bytes, *, method: str, path: str) -> dict[str, Any]:
+    def _decode(data: bytes, decode: Decode, *, method: str, path: str) -> dict[str, Any]:
         if not data.strip():
             return {}
         try:
-            decoded = jsoncodec.decode(data)
+            decoded = decode(data)
         except ValueError as exc:
             raise TransportError(
                 method=method, path=path, cause=f"the answer is not JSON ({exc})", retriable=False
@@ -492,7 +506,9 @@ class KubeClient:
     # --- watch ---------------------------------------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
-    async def watch(self, path: str, *, query: Mapping[str, QueryValue]) -> AsyncIterator[WatchStream]:
+    async def watch(
+        self, path: str, *, query: Mapping[str, QueryValue], decode: Decode | None = None
+    ) -> AsyncIterator[WatchStream]:
         """Open a watch on a collection ``path``; an async context manager yielding an async iterator of events.
 
         ::
@@ -550,6 +566,7 @@ class KubeClient:
                 host=self._host,
                 read_timeout=self._watch_read_timeout,
                 interrupt=connection.interrupt,
+                decode=decode or jsoncodec.decode,
             )
             yield stream
         finally:

@@ -12,7 +12,8 @@ lines, scanning each byte once, so chunk boundaries anywhere (inside a line, ins
 harmless.
 
 Events are decoded with orjson (``kube.jsoncodec``): in a bulk create, decoding watch events is the larger part of
-the operator's JSON work.
+the operator's JSON work. A watch of tenant-written objects passes ``decode`` (``kube.skim.Skim.event``), which never
+builds the fields no reader reads.
 
 Failure mapping: the server ending the response cleanly ends the iteration (the informer re-watches from its last
 resourceVersion); a read timeout, a reset connection, a body cut mid-event or an event line longer than
@@ -93,8 +94,10 @@ class WatchStream:
         host: str,
         read_timeout: float | None = None,
         interrupt: Callable[[BaseException], None] | None = None,
+        decode: Callable[[bytes], Any] = jsoncodec.decode,
     ) -> None:
         self._read_chunk = read_chunk
+        self._decoder = decode
         self._method = method
         self._path = path
         self._host = host
@@ -138,7 +141,7 @@ class WatchStream:
                 # The API server ends every event with a newline: a tail is a body cut mid-event, unless it happens
                 # to be a complete document (tolerated, for servers that omit the last newline).
                 try:
-                    event = jsoncodec.decode(tail)
+                    event = self._decoder(tail)
                 except ValueError:
                     raise self._error(f"stream ended in the middle of an event ({len(tail)} bytes)") from None
                 return self._checked(event, tail)
@@ -159,7 +162,7 @@ class WatchStream:
 
     def _decode(self, line: bytes) -> dict[str, Any]:
         try:
-            event = jsoncodec.decode(line)
+            event = self._decoder(line)
         except ValueError as exc:
             raise self._error(f"undecodable watch event ({len(line)} bytes): {exc}") from exc
         return self._checked(event, line)

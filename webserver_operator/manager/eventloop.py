@@ -5,8 +5,9 @@ socket, TLS-transport and scheduling work of the loop in C, where the standard l
 Python; but since the operator has its own HTTP/1.1 connection pool (``kube.transport.connection``), uvloop measured no
 less CPU end to end (issue 33's A/B in bench/README.md: equal within the runs' spread in the benchmark, 9% more CPU per
 request in ``bench.request_cost``), so a dependency that does not pay is not the default. ``auto`` (uvloop when
-installed) and ``uvloop`` stay for whoever measures otherwise on their own nodes. uvloop ships as
-wheels for Linux and macOS on CPython; where it is missing (another platform, a source build that failed), ``auto``
+installed) and ``uvloop`` stay for whoever measures otherwise on their own nodes; the package is an extra
+(``pip install 'webserver-operator[uvloop]'``), not in the operator's image. uvloop ships as wheels for Linux and macOS
+on CPython; where it is missing (another platform, a source build that failed), ``auto``
 falls back to the standard library's loop and says so, and ``asyncio`` chooses that loop on purpose (to rule the loop
 out when debugging, or to measure one against the other). ``uvloop`` insists: without the package the operator stops
 at start with what to install, rather than quietly running on something else.
@@ -56,8 +57,9 @@ def choose_loop(setting: EventLoopChoice, *, import_uvloop: Callable[[], ModuleT
     except ImportError as err:
         if setting == "uvloop":
             raise ConfigurationError(
-                f"--event-loop=uvloop, but uvloop cannot be imported ({err}): install it (pip install uvloop; "
-                "wheels exist for CPython on Linux and macOS), or run with --event-loop=auto or asyncio"
+                f"--event-loop=uvloop, but uvloop cannot be imported ({err}): install it "
+                "(pip install 'webserver-operator[uvloop]'; wheels exist for CPython on Linux and macOS, and the "
+                "operator's image does not include it), or run with --event-loop=auto or asyncio"
             ) from err
         return LoopChoice(
             "asyncio",

@@ -50,6 +50,7 @@ from webserver_operator.desired import child_name, desired_deployment, desired_p
 from webserver_operator.kube.client import FIELD_MANAGER
 from webserver_operator.kube.errors import ApiError, Conflict, NotFound, TransportError
 from webserver_operator.reconcile.adoption import deployment_refusals, service_refusals
+from webserver_operator.reconcile.cached import WEBSERVER_SKIM
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.fights import FightLog, last_writer
 from webserver_operator.reconcile.memory import Memory
@@ -425,7 +426,7 @@ class ChildSync:
         """
         path = WEBSERVERS.path(namespace=ws.namespace, name=ws.name)
         try:
-            current = await self._api.request("GET", path)
+            current = await self._api.request("GET", path, decode=WEBSERVER_SKIM.object)
         except NotFound:
             current = {}
         uid = (current.get("metadata") or {}).get("uid")

@@ -35,7 +35,7 @@ from webserver_operator.core.podsecurity import PodSecurityLevel, baseline_viola
 from webserver_operator.core.vocabulary import ApiRequests, KubeObject, ObjectKey, ObjectReader
 from webserver_operator.desired import TEMPLATE_REVISION, desired_deployment, template_revision_of
 from webserver_operator.kube.errors import Conflict, NotFound
-from webserver_operator.reconcile.cached import webserver_as_cached
+from webserver_operator.reconcile.cached import WEBSERVER_SKIM, webserver_as_cached
 from webserver_operator.reconcile.children import ChildSync, involved
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.memory import Memory, StatusInputs
@@ -342,7 +342,7 @@ class WebServerReconciler:
         body = {**obj, "status": status}
         path = WEBSERVERS.path(namespace=meta["namespace"], name=meta["name"], subresource="status")
         # Kept until the cache has seen it (``_latest``): in the form the cache keeps (a tenant's labels dropped).
-        written = webserver_as_cached(await self._api.request("PUT", path, body=body))
+        written = webserver_as_cached(await self._api.request("PUT", path, body=body, decode=WEBSERVER_SKIM.object))
         self.own_writes.record(WEBSERVERS.kind, written)
         key = (str(meta["namespace"]), str(meta["name"]))
         record = self._memory.of(key)
@@ -353,7 +353,8 @@ class WebServerReconciler:
     async def _fresh_webserver(self, obj: KubeObject) -> KubeObject | None:
         meta = obj["metadata"]
         try:
-            return await self._api.request("GET", WEBSERVERS.path(namespace=meta["namespace"], name=meta["name"]))
+            path = WEBSERVERS.path(namespace=meta["namespace"], name=meta["name"])
+            return await self._api.request("GET", path, decode=WEBSERVER_SKIM.object)
         except NotFound:
             return None
 

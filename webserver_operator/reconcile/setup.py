@@ -29,7 +29,7 @@ from webserver_operator.core.resources import DEPLOYMENTS, PODDISRUPTIONBUDGETS,
 from webserver_operator.core.settings import ControllerSettings
 from webserver_operator.core.vocabulary import ApiRequests, EventType, KubeObject
 from webserver_operator.desired import CHILD_LABEL_SELECTOR, orphan_of
-from webserver_operator.reconcile.cached import child_as_cached, webserver_as_cached
+from webserver_operator.reconcile.cached import WEBSERVER_SKIM, child_as_cached, webserver_as_cached
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.reconciler import Caches, WebServerReconciler
 from webserver_operator.reconcile.status import READY
@@ -49,11 +49,11 @@ __all__ = [
 ]
 
 _CONTROLLER_NAME = "webserver"
-#: WebServers per list page. Tenants write WebServers, and a list page is decoded whole before the cache transform
-#: trims its objects: a WebServer padded to the API server's object size limit (1.3 MB of labels and annotations plus
-#: their managedFields) decodes to about 5-6 MB of Python objects, so 500 a page could take gigabytes. 10 bounds a
-#: page at about 70 MB decoded (measured: docs/security.md, "Oversized tenant objects"); 10,000 small WebServers
-#: list in 1,000 requests instead of 20. Children keep the informer's 500: tenants cannot write them.
+#: WebServers per list page. Tenants write WebServers, and a page's body is held whole until it is decoded
+#: (``WEBSERVER_SKIM`` then builds only what the reconciler reads): a WebServer padded to the API server's object size
+#: limit is about 1.6 MB with its managedFields, so 500 a page could be 800 MB of body. 10 bounds a page at about
+#: 16 MB (docs/security.md, "Oversized tenant objects"); 10,000 small WebServers list in 1,000 requests instead of 20.
+#: Children keep the informer's 500: tenants cannot write them.
 WEBSERVER_PAGE_SIZE = 10
 _CONDITION_STATUSES = ("True", "False", "Unknown")
 
@@ -159,6 +159,7 @@ def setup_webserver_controller(cache: SharedCache, *, api: ApiRequests, settings
             WEBSERVERS,
             when=webserver_event_matters(reconciler.own_writes),
             transform=webserver_as_cached,
+            skim=WEBSERVER_SKIM,
             page_size=WEBSERVER_PAGE_SIZE,
         )
         .owns(

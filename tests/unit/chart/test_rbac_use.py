@@ -35,7 +35,7 @@ from tests.support.fake_api import FakeApi, status_error
 from webserver_operator.api.models import WEBSERVERS, WebServer
 from webserver_operator.core.resources import DEPLOYMENTS, EVENTS, LEASES, PODDISRUPTIONBUDGETS, SERVICES
 from webserver_operator.core.settings import ControllerSettings, LeaseSettings, WatchSettings
-from webserver_operator.core.vocabulary import QueryValue, RequestOptions
+from webserver_operator.core.vocabulary import Decode, QueryValue, RequestOptions
 from webserver_operator.desired import desired_pdb
 from webserver_operator.kube.paths import parse_path, rbac_verb
 from webserver_operator.manager.metrics.auth import MetricsAuth
@@ -75,10 +75,10 @@ class RecordingApi(FakeApi):
 
     @contextlib.asynccontextmanager
     async def watch(
-        self, path: str, *, query: Mapping[str, QueryValue]
+        self, path: str, *, query: Mapping[str, QueryValue], decode: Decode | None = None
     ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
         self._record("GET", path, watch=True)
-        async with super().watch(path, query=query) as events:
+        async with super().watch(path, query=query, decode=decode) as events:
             yield events
 
 

@@ -49,7 +49,7 @@ def test_asyncio_is_the_standard_loop_even_with_uvloop_installed() -> None:
 
 
 def test_uvloop_required_but_missing_stops_with_what_to_do() -> None:
-    with pytest.raises(ConfigurationError, match=r"pip install uvloop.*--event-loop=auto or asyncio"):
+    with pytest.raises(ConfigurationError, match=r"webserver-operator\[uvloop\].*--event-loop=auto or asyncio"):
         choose_loop("uvloop", import_uvloop=_missing)
 
 

@@ -20,6 +20,7 @@ from typing import Self
 from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import ControllerSettings
 from webserver_operator.core.vocabulary import EventHandler, EventType, KubeObject, ObjectKey
+from webserver_operator.kube.skim import Skim
 from webserver_operator.runtime.controller.enqueue import (
     Deferral,
     EventFilter,
@@ -48,6 +49,7 @@ class _Watch:
     defer: Deferral | None = None
     transform: Transform | None = None
     page_size: int | None = None
+    skim: Skim | None = None
 
 
 class ControllerBuilder:
@@ -69,18 +71,20 @@ class ControllerBuilder:
         when: EventFilter | None = None,
         transform: Transform | None = None,
         page_size: int | None = None,
+        skim: Skim | None = None,
     ) -> Self:
         """The reconciled resource: each of its events asks for its own key (``EnqueueRequestForObject``).
 
         ``when``: only the events it passes (None: all). ``transform``: what the cache keeps of each object
         (controller-runtime's ``ByObject.Transform``; None: everything but ``managedFields`` and kubectl's
-        last-applied copy). ``page_size``: objects per list page (None: the informer's default).
+        last-applied copy). ``page_size``: objects per list page (None: the informer's default). ``skim``: decode
+        list pages and watch events without the fields no reader reads (``kube.skim``; None: whole).
         """
         if self._primary is not None:
             raise ValueError(f"controller {self._name} already reconciles {self._primary.kind}")
         self._primary, self._primary_selector = resource, label_selector
         self._watches.append(
-            _Watch(resource, label_selector, keys_for_object, when, transform=transform, page_size=page_size)
+            _Watch(resource, label_selector, keys_for_object, when, transform=transform, page_size=page_size, skim=skim)
         )
         return self
 
@@ -129,6 +133,7 @@ class ControllerBuilder:
                 label_selector=watch.label_selector,
                 transform=watch.transform,
                 page_size=watch.page_size,
+                skim=watch.skim,
             )
         primary: CacheGroup = self._cache.group(self._primary, label_selector=self._primary_selector)
         controller = Controller(

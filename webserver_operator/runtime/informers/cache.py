@@ -18,6 +18,7 @@ from typing import Protocol
 from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import WatchSettings
 from webserver_operator.core.vocabulary import EventHandler, KubeObject, KubeObjects, ObjectKey, WatchApi
+from webserver_operator.kube.skim import Skim
 from webserver_operator.runtime.informers.group import InformerGroup
 from webserver_operator.runtime.informers.informer import Transform
 
@@ -54,11 +55,12 @@ class SharedCache(Protocol):
         label_selector: str | None = None,
         transform: Transform | None = None,
         page_size: int | None = None,
+        skim: Skim | None = None,
     ) -> CacheGroup: ...
 
 
 class ViewShape:
-    """A view's ``transform`` and list ``page_size``, declared once (``group()``), before its informers run.
+    """A view's ``transform``, ``skim`` and list ``page_size``, declared once (``group()``), before its informers run.
 
     Several controllers may declare on one view; two different transforms for the same store would each strip
     what the other reads, so a second, different one is refused.
@@ -68,17 +70,23 @@ class ViewShape:
         self.name = name
         self.transform: Transform | None = None
         self.page_size: int | None = None
+        self.skim: Skim | None = None
 
-    def declare(self, *, transform: Transform | None, page_size: int | None) -> bool:
+    def declare(self, *, transform: Transform | None, page_size: int | None, skim: Skim | None = None) -> bool:
         """Record what was asked; True when something changed."""
         if transform is not None and self.transform is not None and transform is not self.transform:
             raise ValueError(f"{self.name}: a second, different transform declared on the same cache view")
+        if skim is not None and self.skim is not None and skim is not self.skim:
+            raise ValueError(f"{self.name}: a second, different skim declared on the same cache view")
         if page_size is not None and self.page_size is not None and page_size != self.page_size:
             raise ValueError(f"{self.name}: list pages of {self.page_size} and {page_size} declared on one view")
-        changed = (transform is not None and self.transform is None) or (
-            page_size is not None and self.page_size is None
+        changed = (
+            (transform is not None and self.transform is None)
+            or (page_size is not None and self.page_size is None)
+            or (skim is not None and self.skim is None)
         )
         self.transform = transform or self.transform
+        self.skim = skim or self.skim
         self.page_size = page_size or self.page_size
         return changed
 
@@ -97,11 +105,12 @@ class InformerCache:
         label_selector: str | None = None,
         transform: Transform | None = None,
         page_size: int | None = None,
+        skim: Skim | None = None,
     ) -> InformerGroup:
         """The group watching ``resource`` (restricted to ``label_selector``), created on first use.
 
-        ``transform`` and ``page_size`` shape the group's informers (``InformerGroup.shape``); declare them before
-        ``run``. None leaves what an earlier declaration set.
+        ``transform``, ``page_size`` and ``skim`` shape the group's informers (``InformerGroup.shape``); declare them
+        before ``run``. None leaves what an earlier declaration set.
         """
         key = (resource, label_selector)
         if key not in self._groups:
@@ -109,8 +118,8 @@ class InformerCache:
                 self._api, resource, settings=self._settings, label_selector=label_selector
             )
             self._shapes[key] = ViewShape(resource.plural)
-        if self._shapes[key].declare(transform=transform, page_size=page_size):
-            self._groups[key].shape(transform=transform, page_size=page_size)
+        if self._shapes[key].declare(transform=transform, page_size=page_size, skim=skim):
+            self._groups[key].shape(transform=transform, page_size=page_size, skim=skim)
         return self._groups[key]
 
     @property

@@ -25,6 +25,7 @@ from webserver_operator.core.vocabulary import (
     WatchApi,
     object_key,
 )
+from webserver_operator.kube.skim import Skim
 from webserver_operator.runtime.informers.informer import Informer, Transform, noop_handler
 from webserver_operator.runtime.informers.scope import ScopeFactory
 
@@ -61,6 +62,7 @@ class InformerGroup:
         scope: ScopeFactory | None = None,
         transform: Transform | None = None,
         page_size: int | None = None,
+        skim: Skim | None = None,
     ) -> "InformerGroup":
         """One informer per namespace in ``settings.namespaces``; one cluster-wide when the list is empty.
 
@@ -81,6 +83,7 @@ class InformerGroup:
                 watch_timeout_seconds=settings.watch_timeout,
                 stall_timeout=settings.stall_timeout,
                 transform=transform,
+                skim=skim,
             )
             for ns in targets
         ]
@@ -88,15 +91,20 @@ class InformerGroup:
         group.shape(page_size=page_size)
         return group
 
-    def shape(self, *, transform: Transform | None = None, page_size: int | None = None) -> None:
-        """Give every member ``transform`` and list pages of ``page_size`` objects (None: leave as is); before ``run``.
+    def shape(
+        self, *, transform: Transform | None = None, page_size: int | None = None, skim: Skim | None = None
+    ) -> None:
+        """Give every member ``transform``, ``skim`` and list pages of ``page_size`` objects (None: leave as is).
 
-        ``transform`` trims what the store keeps (``runtime.informers.informer.Transform``); ``page_size`` bounds the
-        objects one list page decodes at once, for a resource whose objects may be large.
+        Before ``run``. ``transform`` trims what the store keeps (``runtime.informers.informer.Transform``);
+        ``page_size`` bounds the objects one list page decodes at once, and ``skim`` decodes them without the fields
+        no reader reads (``kube.skim``), for a resource whose objects may be large.
         """
         for informer in self.informers:
             if transform is not None:
                 informer.transform = transform
+            if skim is not None:
+                informer.skim = skim
             if page_size is not None:
                 informer.page_size = page_size
 

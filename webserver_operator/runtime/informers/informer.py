@@ -61,6 +61,7 @@ from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import DEFAULT_STALL_TIMEOUT_RANGE
 from webserver_operator.core.vocabulary import EventHandler, EventType, KubeObject, WatchApi, object_key
 from webserver_operator.kube.errors import Forbidden, Gone, NotFound, api_error_from_status
+from webserver_operator.kube.skim import Skim
 from webserver_operator.kube.transport.idle import IdleTimer
 from webserver_operator.runtime.informers.interrupt import Interrupt, Interrupted
 from webserver_operator.runtime.informers.scope import Placement, Scope, ScopeFactory
@@ -165,6 +166,7 @@ class Informer:
         rng: Callable[[], float] = random.random,
         scope_settle: float = _SCOPE_SETTLE_SECONDS,
         transform: Transform | None = None,
+        skim: Skim | None = None,
     ) -> None:
         if watch_timeout_seconds < 1:
             raise ValueError("watch_timeout_seconds must be >= 1")
@@ -188,6 +190,9 @@ class Informer:
         #: Applied after ``strip_unread_fields`` to every listed and watched object before the store and the
         #: handlers see it (the objects of DELETED events too, so handlers compare like with like). Set before ``run``.
         self.transform = transform
+        #: Decodes list pages and watch events without building the fields no reader reads (``kube.skim``), for a
+        #: resource whose objects tenants may pad; None: decoded whole. Set before ``run``.
+        self.skim = skim
         self._clock = clock
         self._rng = rng
         self._backoff = backoff or Backoff(_RECONNECT_BACKOFF, clock=clock, rand=rng)
@@ -358,7 +363,9 @@ class Informer:
             if token:
                 query["continue"] = token
             try:
-                page = await self.api.request("GET", self._path, query=query)
+                page = await self.api.request(
+                    "GET", self._path, query=query, decode=self.skim.list if self.skim is not None else None
+                )
             except Gone as exc:
                 if token:
                     raise _RestartList from exc
@@ -459,7 +466,8 @@ class Informer:
         try:
             async with watchdog:
                 stall.touch()  # covers opening the watch too; every event touches it again
-                async with self.api.watch(self._path, query=query) as stream:
+                decode = self.skim.event if self.skim is not None else None
+                async with self.api.watch(self._path, query=query, decode=decode) as stream:
                     async for event in stream:
                         stall.touch()
                         received += 1

@@ -44,6 +44,7 @@ from collections import Counter
 from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import WatchSettings
 from webserver_operator.core.vocabulary import EventHandler, KubeObject, KubeObjects, ObjectKey, WatchApi
+from webserver_operator.kube.skim import Skim
 from webserver_operator.runtime.informers.cache import EvictionHandler, ViewShape
 from webserver_operator.runtime.informers.group import InformerGroup
 from webserver_operator.runtime.informers.informer import Informer, Transform
@@ -175,10 +176,12 @@ class ShardedInformerCache:
         label_selector: str | None = None,
         transform: Transform | None = None,
         page_size: int | None = None,
+        skim: Skim | None = None,
     ) -> ShardedGroup:
         """The view of ``resource`` (restricted to ``label_selector``), made on first use; declare before ``start``.
 
-        ``transform`` and ``page_size``: as ``InformerCache.group``, given to the informers when the first shard starts.
+        ``transform``, ``page_size`` and ``skim``: as ``InformerCache.group``, given to the informers when the first
+        shard starts.
         """
         key = (resource, label_selector)
         if key not in self._views:
@@ -186,7 +189,7 @@ class ShardedInformerCache:
                 raise RuntimeError(f"{resource.plural} declared after shards started: declare every view first")
             self._views[key] = ShardedGroup(resource, label_selector, self._shards)
         view = self._views[key]
-        if view.shape.declare(transform=transform, page_size=page_size) and self._held:
+        if view.shape.declare(transform=transform, page_size=page_size, skim=skim) and self._held:
             raise RuntimeError(f"{resource.plural} shaped after shards started: declare every view first")
         return view
 
@@ -228,6 +231,7 @@ class ShardedInformerCache:
                     scope=ShardFilter.factory(scope),
                     transform=view.shape.transform,
                     page_size=view.shape.page_size,
+                    skim=view.shape.skim,
                 )
                 view._attach(group)
                 groups.append(group)
