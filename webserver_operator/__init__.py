@@ -3,4 +3,6 @@
 Imported by every layer for ``__version__`` (the user agent, the image label, ``version``).
 """
 
+__all__ = ["__version__"]
+
 __version__ = "0.1.0"

@@ -7,4 +7,6 @@ import sys
 
 from webserver_operator.cli import main
 
+__all__: list[str] = []
+
 sys.exit(main())

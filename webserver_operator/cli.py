@@ -14,6 +14,8 @@ from pathlib import Path
 
 from webserver_operator import __version__
 
+__all__ = ["build_parser", "main"]
+
 
 def _manifests(args: argparse.Namespace) -> int:
     from webserver_operator.api.chart import write_chart_crd  # noqa: PLC0415 - keep `version` import-light

@@ -15,7 +15,6 @@ Only on kind (``kind`` marker): the local control plane runs no images, and the 
 from __future__ import annotations
 
 import subprocess
-import tarfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +26,7 @@ from harness.paths import ROOT
 from harness.scrape import metric_value
 from tests.e2e.conftest import SCRAPER, helm, own_release_namespace, split_image
 from tests.integration.test_upgrade import BASELINE_REF
+from tests.support.baseline import extract_tree
 from tests.support.cluster import Cluster, wait_until
 from tests.support.factories import webserver
 from tests.support.scraper_pod import ScraperPod
@@ -54,19 +54,7 @@ SPECS: list[tuple[str, dict[str, Any]]] = [
 
 @pytest.fixture(scope="module")
 def baseline_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tree = tmp_path_factory.mktemp("baseline-chart") / "src"
-    archive = tree.parent / "baseline.tar"
-    with archive.open("wb") as out:
-        result = subprocess.run(
-            ["git", "archive", "--format=tar", BASELINE_REF], cwd=ROOT, stdout=out, stderr=subprocess.PIPE, check=False
-        )
-    assert result.returncode == 0, (
-        f"git archive {BASELINE_REF} failed: {result.stderr.decode()}: the test needs the repository's history "
-        "(a shallow clone lacks the baseline commit: `git fetch --unshallow`)"
-    )
-    with tarfile.open(archive) as tar:
-        tar.extractall(tree, filter="data")
-    return tree
+    return extract_tree(BASELINE_REF, tmp_path_factory.mktemp("baseline-chart"))
 
 
 @pytest.fixture(scope="module")

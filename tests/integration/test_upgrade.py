@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tarfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,6 +37,7 @@ import pytest
 from harness.operator import OperatorProcess
 from harness.paths import CRD_FILE, ROOT
 from tests.integration.conftest import apply_crd
+from tests.support.baseline import extract_tree
 from tests.support.cluster import Cluster, wait_until
 from tests.support.factories import webserver
 from tests.support.upgrades import CHANGELOG, children_state, declared_template_changes, upgrade_problems
@@ -74,19 +74,7 @@ def _specs() -> list[tuple[str, dict[str, Any]]]:
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """BASELINE_REF's tree, extracted with `git archive`."""
-    tree = tmp_path_factory.mktemp("baseline")
-    archive = tree / "baseline.tar"
-    with archive.open("wb") as out:
-        result = subprocess.run(
-            ["git", "archive", "--format=tar", BASELINE_REF], cwd=ROOT, stdout=out, stderr=subprocess.PIPE, check=False
-        )
-    assert result.returncode == 0, (
-        f"git archive {BASELINE_REF} failed: {result.stderr.decode()}: the test needs the repository's history "
-        "(a shallow clone lacks the baseline commit: `git fetch --unshallow`)"
-    )
-    with tarfile.open(archive) as tar:
-        tar.extractall(tree / "src", filter="data")
-    return tree / "src"
+    return extract_tree(BASELINE_REF, tmp_path_factory.mktemp("baseline"))
 
 
 def _baseline_env(tree: Path) -> dict[str, str]:

@@ -2,3 +2,5 @@
 
 Imported by ``desired``, ``reconcile`` and ``cli manifests``; nothing is re-exported.
 """
+
+__all__: list[str] = []

@@ -24,6 +24,51 @@ from pydantic.alias_generators import to_camel
 from webserver_operator.core.podsecurity import BASELINE_CAPABILITIES
 from webserver_operator.core.resources import Resource
 
+__all__ = [
+    "API_VERSION",
+    "BASELINE_RULE_MARKER",
+    "CAPABILITY_PATTERN",
+    "CATEGORIES",
+    "CONDITION_REASON_PATTERN",
+    "CONDITION_TYPE_PATTERN",
+    "GROUP",
+    "IMAGE_MAX_LENGTH",
+    "IMAGE_PATTERN",
+    "KIND",
+    "LIST_KIND",
+    "MAX_REPLICAS",
+    "MAX_RESOURCES",
+    "NAME_MAX_LENGTH",
+    "NAME_PATTERN",
+    "NODE_PORT_MAX",
+    "NODE_PORT_MIN",
+    "PLURAL",
+    "POD_SECURITY_RULES",
+    "PROBE_PATH_MAX_LENGTH",
+    "PROBE_PATH_PATTERN",
+    "QUANTITY_MAX_LENGTH",
+    "QUANTITY_PATTERN",
+    "SHORT_NAMES",
+    "SINGULAR",
+    "VERSION",
+    "WEBSERVERS",
+    "Capabilities",
+    "Capability",
+    "Condition",
+    "ConditionStatus",
+    "Health",
+    "LocalObjectReference",
+    "Probe",
+    "Quantity",
+    "ReadinessProbe",
+    "ResourceRequirements",
+    "SeccompProfile",
+    "SecurityContext",
+    "WebServer",
+    "WebServerSpec",
+    "WebServerStatus",
+]
+
 GROUP = "web.webserver-operator.dev"
 """API group: ``<group>.<domain>`` in kubebuilder terms, group ``web`` under the project domain
 ``webserver-operator.dev`` (a domain the project can register; a Kubernetes API group must be a DNS subdomain that

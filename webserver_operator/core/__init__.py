@@ -6,3 +6,5 @@ settings sections each layer reads). Nothing here imports another layer of the p
 
 Imported by every other layer; imports none of them.
 """
+
+__all__: list[str] = []

@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+__all__ = ["Backoff", "BackoffPolicy"]
+
 #: Beyond this many attempts every policy is at its cap (and ``factor**attempt`` would overflow a float).
 _MAX_EXPONENT = 64
 

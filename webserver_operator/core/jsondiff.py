@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+__all__ = ["ABSENT", "Difference", "FieldChange", "compare"]
+
 
 class _Absent:
     """Marker for a field that is not there (distinct from a JSON null)."""

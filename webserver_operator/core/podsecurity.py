@@ -30,6 +30,8 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final, Literal
 
+__all__ = ["BASELINE_CAPABILITIES", "Finding", "Json", "PodSecurityLevel", "baseline_violations", "template_violations"]
+
 PodSecurityLevel = Literal["baseline", "privileged"]
 """How far a pod the operator writes may go: ``baseline`` (the default) or ``privileged`` (no check: opt-in)."""
 

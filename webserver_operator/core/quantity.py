@@ -21,6 +21,8 @@ Called by ``reconcile.owned`` to compare resources; hands on exact decimal amoun
 import decimal
 import re
 
+__all__ = ["MILLI", "parse_quantity", "quantities_equal"]
+
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL_EXPONENT = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 

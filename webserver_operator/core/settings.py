@@ -23,6 +23,20 @@ from pydantic_settings import NoDecode
 from webserver_operator.core.backoff import BackoffPolicy
 from webserver_operator.core.podsecurity import PodSecurityLevel
 
+__all__ = [
+    "DEFAULT_STALL_TIMEOUT_RANGE",
+    "MIN_MAX_LOOP_LAG",
+    "ClientSettings",
+    "ControllerSettings",
+    "EventLoopChoice",
+    "LeaderElectionSettings",
+    "LeaseSettings",
+    "LogSettings",
+    "ServerSettings",
+    "WatchSettings",
+    "parse_bind_address",
+]
+
 _BIND_RE = re.compile(r"^(?P<host>\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):(?P<port>\d{1,5})$")
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _NAMESPACE_RE = re.compile(_DNS_LABEL)

@@ -19,6 +19,24 @@ import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Literal, Protocol, TypedDict, Unpack
 
+__all__ = [
+    "MERGE_PATCH",
+    "ApiRequests",
+    "Decode",
+    "EventHandler",
+    "EventType",
+    "KubeObject",
+    "KubeObjects",
+    "ObjectKey",
+    "ObjectReader",
+    "QueryValue",
+    "RequestOptions",
+    "WatchApi",
+    "api_group",
+    "controller_of",
+    "object_key",
+]
+
 #: An object as the API server serves it (decoded JSON).
 KubeObject = dict[str, Any]
 

@@ -2,3 +2,5 @@
 
 Imported by ``cli`` only.
 """
+
+__all__: list[str] = []

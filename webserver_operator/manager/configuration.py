@@ -33,6 +33,8 @@ from webserver_operator.core.settings import (
     WatchSettings,
 )
 
+__all__ = ["Settings", "SettingsError", "add_arguments", "load_settings", "setting_fields"]
+
 _ENV_PREFIX = "WEBSERVER_OPERATOR_"
 
 

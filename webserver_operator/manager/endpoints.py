@@ -21,6 +21,8 @@ from aiohttp import web
 from webserver_operator.manager.metrics.serving import ServerThread, Site
 from webserver_operator.manager.probes import Check, Probes, run_checks
 
+__all__ = ["ProbeServer"]
+
 
 def _probe_handler(checks: dict[str, Check]) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def handler(_: web.Request) -> web.StreamResponse:

@@ -28,6 +28,8 @@ import orjson
 
 from webserver_operator.runtime.controller import logcontext
 
+__all__ = ["JsonFormatter", "TextFormatter", "configure_logging"]
+
 _STANDARD_ATTRS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
 _TOKEN_RE = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}")
 

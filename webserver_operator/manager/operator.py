@@ -55,6 +55,8 @@ from webserver_operator.runtime.sharding.cache import ShardedInformerCache
 from webserver_operator.runtime.sharding.membership import LeaseGroup, Membership
 from webserver_operator.runtime.sharding.shardset import ShardSet, no_shard_leases_live
 
+__all__ = ["Operator", "lead", "run_operator"]
+
 log = logging.getLogger(__name__)
 
 #: A Lease sends one request at a time; a second connection covers a release racing a renewal.

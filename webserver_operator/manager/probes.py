@@ -22,6 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+__all__ = ["Check", "Heartbeat", "Probes", "Starting", "Watching", "cache_synced", "run_checks", "watches_running"]
+
 Check = Callable[[], tuple[bool, str]]
 
 

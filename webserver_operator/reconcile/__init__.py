@@ -2,3 +2,5 @@
 
 Imported by ``manager.operator`` (``reconcile.setup``) only.
 """
+
+__all__: list[str] = []

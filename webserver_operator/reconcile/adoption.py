@@ -33,6 +33,8 @@ from typing import Any, Final
 from webserver_operator.core.podsecurity import PodSecurityLevel, template_violations
 from webserver_operator.core.vocabulary import KubeObject
 
+__all__ = ["SERVICE_FIELDS_REFUSED", "SERVICE_TYPES_ADOPTED", "deployment_refusals", "service_refusals"]
+
 #: Service spec fields a WebServer never asks for and an adopted Service may not keep (see the module docstring).
 SERVICE_FIELDS_REFUSED: Final = (
     "externalIPs",

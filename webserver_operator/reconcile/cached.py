@@ -40,6 +40,8 @@ from webserver_operator.core.vocabulary import KubeObject
 from webserver_operator.desired import TEMPLATE_REVISION_ANNOTATION, UPGRADE_ANNOTATION, child_labels
 from webserver_operator.kube.skim import Skim
 
+__all__ = ["WEBSERVER_SKIM", "child_as_cached", "webserver_as_cached"]
+
 #: The metadata the reconciler reads of any object it caches.
 _METADATA_READ: Final = frozenset(
     {"name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp"}

@@ -15,6 +15,8 @@ from typing import Any
 
 from webserver_operator.api.models import CONDITION_REASON_PATTERN
 
+__all__ = ["ConditionDict", "find_condition", "format_time", "parse_time", "set_condition"]
+
 ConditionDict = dict[str, Any]
 
 _STATUSES = ("True", "False", "Unknown")

@@ -44,6 +44,8 @@ from webserver_operator.core.vocabulary import MERGE_PATCH, ApiRequests
 from webserver_operator.kube.errors import KubeError, NotFound
 from webserver_operator.kube.ratelimit import TokenBucket
 
+__all__ = ["EventRecorder", "EventType"]
+
 log = logging.getLogger(__name__)
 
 _COMPONENT = "webserver-operator"

@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+__all__ = ["FIGHT_REPAIRS", "FIGHT_WINDOW", "Fight", "FightLog", "last_writer"]
+
 FIGHT_REPAIRS: Final = 4
 """Drift repairs of one child within ``FIGHT_WINDOW`` that make a fight."""
 FIGHT_WINDOW: Final = 600.0

@@ -35,6 +35,8 @@ from webserver_operator.core.quantity import MILLI, quantities_equal
 from webserver_operator.core.vocabulary import KubeObject, controller_of
 from webserver_operator.desired import CONTAINER_NAME, template_revision_of
 
+__all__ = ["merge_owned_budget", "merge_owned_deployment", "merge_owned_service", "selector_mismatch"]
+
 _DEFAULT_PROTOCOL: Final = "TCP"
 _DEFAULT_REPLICAS: Final = 1
 _DEFAULT_SERVICE_TYPE: Final = "ClusterIP"

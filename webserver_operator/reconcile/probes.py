@@ -25,6 +25,9 @@ from webserver_operator.api.models import WebServer
 from webserver_operator.core.resources import EVENTS
 from webserver_operator.core.vocabulary import ApiRequests, KubeObject, ObjectKey
 from webserver_operator.kube.errors import ApiError, TransportError
+from webserver_operator.reconcile.memory import Memory
+
+__all__ = ["FRESH_SECONDS", "GRACE", "LOOK_INTERVAL", "ProbeFailures", "latest_failure", "needs_look"]
 
 GRACE: Final = 20.0
 """Seconds a Deployment with unready pods of its current version may make no progress before the operator asks why:
@@ -107,26 +110,22 @@ def _last_progress(deployment: KubeObject) -> datetime | None:
 
 
 class ProbeFailures:
-    """The last probe failure seen per WebServer.
+    """The last probe failure seen per WebServer, kept in its ``reconcile.memory`` record.
 
     Read once the rollout has not progressed for ``GRACE`` seconds while pods are unready, then at most once per
-    ``LOOK_INTERVAL``.
+    ``LOOK_INTERVAL``. ``memory``: the reconciler's records (a private one when not given), so forgetting a WebServer
+    forgets its probe memory too.
     """
 
-    def __init__(self, api: ApiRequests, clock: Callable[[], datetime]) -> None:
+    def __init__(self, api: ApiRequests, clock: Callable[[], datetime], memory: Memory | None = None) -> None:
         self._api = api
         self._clock = clock
-        #: Since when each WebServer has had unready pods, for a Deployment without a Progressing condition.
-        self._since: dict[ObjectKey, datetime] = {}
-        self._seen: dict[ObjectKey, tuple[datetime, str | None]] = {}
+        self._memory = memory if memory is not None else Memory()
 
-    def forget(self, key: ObjectKey) -> None:
-        self._since.pop(key, None)
-        self._seen.pop(key, None)
-
-    def keys(self) -> set[ObjectKey]:
-        """The WebServers with a probe failure or an unready time remembered."""
-        return set(self._since) | set(self._seen)
+    def _clear(self, key: ObjectKey) -> None:
+        record = self._memory.get(key)
+        if record is not None:
+            record.unready_since = record.probe_look = None
 
     async def look(self, ws: WebServer, deployment: KubeObject | None) -> tuple[str | None, float | None]:
         """The newest probe failure of ``ws``'s unavailable pods (or None), and in how many seconds to look again.
@@ -137,14 +136,17 @@ class ProbeFailures:
         """
         key = (ws.namespace, ws.name)
         if deployment is None or not needs_look(ws, deployment):
-            self.forget(key)
+            self._clear(key)
             return None, None
         now = self._clock()
-        since = _last_progress(deployment) or self._since.setdefault(key, now)
+        record = self._memory.of(key)
+        since = _last_progress(deployment)
+        if since is None:
+            since = record.unready_since = record.unready_since or now
         quiet = (now - since).total_seconds()
         if quiet < GRACE:
             return None, GRACE - quiet
-        last = self._seen.get(key)
+        last = record.probe_look
         if last is not None and (now - last[0]).total_seconds() < LOOK_INTERVAL:
             return last[1], LOOK_INTERVAL - (now - last[0]).total_seconds()
         try:
@@ -155,5 +157,5 @@ class ProbeFailures:
             failure = None
         else:
             failure = latest_failure(answer.get("items") or [], ws.name, now=now)
-        self._seen[key] = (now, failure)
+        record.probe_look = (now, failure)
         return failure, LOOK_INTERVAL

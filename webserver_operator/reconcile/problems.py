@@ -18,6 +18,8 @@ from __future__ import annotations
 from webserver_operator.core.backoff import BackoffPolicy
 from webserver_operator.kube.errors import ApiError, Forbidden, Invalid, ServerError
 
+__all__ = ["GARBAGE_COLLECTION", "GC_PATIENCE", "Problem", "from_api_error"]
+
 #: A problem only a person can fix is re-checked slowly (15 s doubling to 5 min): the cause may clear without any
 #: event we watch (the foreign object is deleted, a permission is granted).
 _NEEDS_A_PERSON = BackoffPolicy(base=15.0, cap=300.0)

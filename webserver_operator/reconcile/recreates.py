@@ -20,6 +20,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Final
 
+__all__ = ["RECREATE_WINDOW", "ChildKey", "RecentCreates"]
+
 RECREATE_WINDOW: Final = 30.0
 """Seconds after a create within which creating the same child again for the same owner uid reads the owner first."""
 

@@ -44,6 +44,8 @@ from webserver_operator.desired import (
 )
 from webserver_operator.reconcile.owned import merge_owned_deployment
 
+__all__ = ["REVISION_CHANGES", "Pacer", "RevisionCounts", "pending_message", "revision_for", "upgrade_requested"]
+
 #: What each revision adds over the one before, for the ``TemplateUpgradePending`` Event.
 REVISION_CHANGES: Final = {
     2: (

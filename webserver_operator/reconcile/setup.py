@@ -40,6 +40,14 @@ from webserver_operator.runtime.controller.enqueue import EventFilter, keys_on_d
 from webserver_operator.runtime.controller.loop import Controller
 from webserver_operator.runtime.informers.cache import SharedCache
 
+__all__ = [
+    "WEBSERVER_PAGE_SIZE",
+    "ReadySeries",
+    "child_event_matters",
+    "setup_webserver_controller",
+    "webserver_event_matters",
+]
+
 _CONTROLLER_NAME = "webserver"
 #: WebServers per list page. Tenants write WebServers, and a page's body is held whole until it is decoded
 #: (``WEBSERVER_SKIM`` then builds only what the reconciler reads): a WebServer padded to the API server's object size

@@ -36,6 +36,21 @@ from webserver_operator.desired import PORT_NAME, selector_string
 from webserver_operator.reconcile.conditions import ConditionDict, format_time, parse_time, set_condition
 from webserver_operator.reconcile.problems import Problem
 
+__all__ = [
+    "PROGRESS_DETAIL_INTERVAL",
+    "READY",
+    "Observation",
+    "Refusal",
+    "beyond_baseline",
+    "child_status_reads",
+    "compute_status",
+    "invalid_spec",
+    "next_status",
+    "progress_detail",
+    "ready_verdict",
+    "status_changed",
+]
+
 READY: Final = "Ready"
 _RECONCILING: Final = "Reconciling"
 _STALLED: Final = "Stalled"

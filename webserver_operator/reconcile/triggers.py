@@ -35,6 +35,8 @@ from webserver_operator.core.vocabulary import EventType, KubeObject, object_key
 from webserver_operator.desired import TEMPLATE_REVISION_ANNOTATION
 from webserver_operator.reconcile.status import child_status_reads
 
+__all__ = ["OwnWrites", "child_change_matters", "identity_and_spec"]
+
 
 class OwnWrites:
     """The resourceVersion each of this replica's latest writes got back, by (kind, namespace, name).

@@ -33,6 +33,8 @@ from webserver_operator.core.vocabulary import KubeObject
 from webserver_operator.reconcile.status import PROGRESS_DETAIL_INTERVAL
 from webserver_operator.reconcile.triggers import identity_and_spec
 
+__all__ = ["availability_changed", "progress_wait"]
+
 
 def availability_changed(new: KubeObject, old: KubeObject) -> bool:
     """Whether a Deployment's availability, or whether its rollout has stalled, differs between ``old`` and ``new``."""

@@ -5,3 +5,5 @@ to watch and how to reconcile (``runtime.controller.builder``); the manager runs
 
 Imported by ``reconcile`` (builder, result) and ``manager`` (cache, controller).
 """
+
+__all__: list[str] = []

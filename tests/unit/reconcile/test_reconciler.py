@@ -28,7 +28,7 @@ from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.probes import GRACE
 from webserver_operator.reconcile.reconciler import Caches, WebServerReconciler
 from webserver_operator.reconcile.status import next_status
-from webserver_operator.runtime.controller.result import Result
+from webserver_operator.runtime.controller.result import Result, TerminalError, is_terminal
 
 NS, NAME = "default", "web"
 KEY = (NS, NAME)
@@ -336,7 +336,9 @@ async def test_server_error_propagates_for_the_queue_to_back_off_and_is_reported
 
 async def test_invalid_spec_is_reported_and_children_are_not_touched() -> None:
     api = with_world(replicas=-1)
-    await reconciler(api).reconcile(KEY)
+    with pytest.raises(TerminalError, match="InvalidSpec") as refused:
+        await reconciler(api).reconcile(KEY)
+    assert is_terminal(refused.value), "the controller counts it as terminal and does not retry it"
     assert api.get(DEP_PATH) is None
     assert (ready(api)["status"], ready(api)["reason"]) == ("False", "InvalidSpec")
     assert "spec.replicas" in ready(api)["message"]
@@ -797,7 +799,8 @@ async def test_a_webserver_beyond_pod_security_baseline_never_reaches_a_deployme
 ) -> None:
     # Stored before the CRD refused it (or under a CRD someone edited): the reconciler is the second line.
     api = with_world(securityContext=context)
-    result = await reconciler(api).reconcile(KEY)
+    with pytest.raises(TerminalError, match="ExceedsPodSecurityBaseline"):  # nothing to retry until the spec changes
+        await reconciler(api).reconcile(KEY)
     assert api.get(DEP_PATH) is None
     assert api.get(SVC_PATH) is None
     condition = ready(api)
@@ -806,7 +809,6 @@ async def test_a_webserver_beyond_pod_security_baseline_never_reaches_a_deployme
     stalled = [c for c in api.get(WS_PATH)["status"]["conditions"] if c["type"] == "Stalled"]  # type: ignore[index]
     assert [c["status"] for c in stalled] == ["True"]
     assert ("Warning", "ExceedsPodSecurityBaseline") in events(api)
-    assert result.requeue_after is None  # nothing to retry until the spec changes
 
 
 async def test_an_edit_beyond_baseline_leaves_the_running_deployment_as_it_was() -> None:
@@ -819,7 +821,8 @@ async def test_an_edit_beyond_baseline_leaves_the_running_deployment_as_it_was()
         "capabilities": {"add": ["NET_BIND_SERVICE"]}
     }
     edit_spec(api, securityContext={"capabilities": {"add": ["NET_BIND_SERVICE", "SYS_ADMIN"]}}, replicas=5)
-    await rec.reconcile(KEY)
+    with pytest.raises(TerminalError):
+        await rec.reconcile(KEY)
     assert api.get(DEP_PATH) == before  # neither the capability nor the new replica count was written
     assert ready(api)["reason"] == "ExceedsPodSecurityBaseline"
 
@@ -1247,7 +1250,7 @@ async def test_children_are_compared_again_only_when_a_child_or_the_spec_has_mov
         compared.append(str(live["kind"]))
         return compare(live, desired)
 
-    monkeypatch.setattr("webserver_operator.reconcile.reconciler.compare", counting)
+    monkeypatch.setattr("webserver_operator.reconcile.children.compare", counting)
     api = with_world(replicas=1)
     rec = reconciler(api)
     await rec.reconcile(KEY)  # creates both: nothing compared

@@ -36,6 +36,8 @@ from webserver_operator.runtime.controller.workqueue import WorkQueue
 from webserver_operator.runtime.informers.cache import CacheGroup, SharedCache
 from webserver_operator.runtime.informers.informer import Transform
 
+__all__ = ["ControllerBuilder"]
+
 
 @dataclass(frozen=True)
 class _Watch:

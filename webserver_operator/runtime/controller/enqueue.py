@@ -30,6 +30,18 @@ from collections.abc import Callable, Iterable
 
 from webserver_operator.core.vocabulary import EventType, KubeObject, ObjectKey, api_group, controller_of, object_key
 
+__all__ = [
+    "Deferral",
+    "EventFilter",
+    "KeyMapper",
+    "OrphanRule",
+    "Urgency",
+    "keys_for_object",
+    "keys_for_owner",
+    "keys_on_delete",
+    "owner_key",
+]
+
 #: ``(type, obj, old) -> keys to reconcile``; must not block (it runs inside the informer's event dispatch).
 KeyMapper = Callable[[EventType, KubeObject, KubeObject | None], Iterable[ObjectKey]]
 #: ``(obj, old) -> whether a change from ``old`` to ``obj`` is one a user waits for``; must not block either.

@@ -37,6 +37,8 @@ from webserver_operator.runtime.controller import logcontext
 from webserver_operator.runtime.controller.result import Reconciler, is_terminal
 from webserver_operator.runtime.controller.workqueue import WorkQueue
 
+__all__ = ["Controller"]
+
 logger = logging.getLogger(__name__)
 
 _DEFAULT_RESYNC_PERIOD = 10 * 3600.0

@@ -8,7 +8,9 @@ acts on it; reconcilers sit one layer up and import it from here.
   produces no watch event, such as a foreign object the label-filtered cache cannot see).
 - raise any exception: the key is retried with per-key exponential backoff (at least its ``retry_after``, when the
   exception carries one, as the kube layer's errors do for 429s).
-- raise ``TerminalError`` (or raise from one): logged and counted as an error, not retried until the next change.
+- raise ``TerminalError`` (or raise another exception ``from`` one): logged and counted as a terminal error, not
+  retried until the next change. Recognised by type, as controller-runtime's ``errors.Is(err, TerminalError)``: the
+  reconciler raises it for a spec it refuses (reported in the WebServer's status; a retry cannot help).
 
 Returned by reconcilers; read by ``runtime.controller.loop``.
 """
@@ -16,9 +18,11 @@ Returned by reconcilers; read by ``runtime.controller.loop``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import Protocol
 
 from webserver_operator.core.vocabulary import ObjectKey
+
+__all__ = ["Reconciler", "Result", "TerminalError", "is_terminal"]
 
 
 @dataclass(frozen=True)
@@ -29,11 +33,9 @@ class Result:
 class TerminalError(Exception):
     """An error that retrying cannot fix; the next watch event or resync brings the key back.
 
-    Recognised by its ``terminal = True`` class attribute, so an error type that cannot import this one (a lower
-    layer's) can declare itself terminal the same way.
+    Only this type (a subclass, or an exception raised ``from`` one) is terminal: an attribute or a name that looks
+    alike is not, so no error of a lower layer can stop a key's retries by accident.
     """
-
-    terminal: ClassVar[bool] = True
 
 
 class Reconciler(Protocol):
@@ -43,11 +45,11 @@ class Reconciler(Protocol):
 
 
 def is_terminal(exc: BaseException) -> bool:
-    """True for an error with ``terminal = True``, also as the ``__cause__`` (the analogue of Go's ``errors.Is``)."""
+    """True for a ``TerminalError``, also as a ``__cause__`` down the chain (the analogue of Go's ``errors.Is``)."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
-        if getattr(type(current), "terminal", False) is True:
+        if isinstance(current, TerminalError):
             return True
         seen.add(id(current))
         current = current.__cause__

@@ -52,6 +52,8 @@ from typing import Generic, TypeVar
 from webserver_operator import metrics
 from webserver_operator.core.backoff import BackoffPolicy
 
+__all__ = ["WorkQueue"]
+
 K = TypeVar("K", bound=Hashable)
 
 _URGENT, _NORMAL, _LOW = 0, 1, 2

@@ -42,6 +42,8 @@ from webserver_operator.core.vocabulary import KubeObject
 from webserver_operator.runtime.informers.scope import Placement, Rescoped, ScopeFactory
 from webserver_operator.runtime.sharding.ranges import SHARD_SELECTOR_PARAM, ShardRange, ShardUnion
 
+__all__ = ["PROCESS_FALLBACK_NOTICE", "FallbackNotice", "ShardFilter", "ShardFiltering", "ShardSelectorMismatch"]
+
 logger = logging.getLogger(__name__)
 
 #: Who applies an informer's shard range (see the module docstring).

@@ -35,6 +35,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+__all__ = [
+    "HASH_SPACE",
+    "SHARD_FIELD",
+    "SHARD_SELECTOR_PARAM",
+    "ShardRange",
+    "ShardUnion",
+    "fnv1a_64",
+    "namespace_hash",
+    "shard_index",
+    "shard_of",
+    "shard_ranges",
+]
+
 #: The size of the hash space: hashes are in ``[0, HASH_SPACE)``.
 HASH_SPACE = 1 << 64
 #: The field the shards are keyed on, as the server's ``shardRange`` names it (``object.metadata.uid`` is the other

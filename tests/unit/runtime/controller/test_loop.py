@@ -138,15 +138,33 @@ async def test_terminal_error_is_counted_but_not_retried(caplog: pytest.LogCaptu
     assert [record.__dict__[f] for f in ("namespace", "object_name", "controller")] == ["ns", "a", "ctl-terminal"]
 
 
-async def test_error_raised_from_terminal_error_is_terminal() -> None:
-    class LowerLayerError(Exception):
+async def test_only_a_terminal_error_by_type_stops_the_retries() -> None:
+    """A TerminalError, a subclass, or an error raised from one is terminal; a look-alike attribute is not."""
+
+    class Refused(TerminalError):
+        pass
+
+    class LooksTerminal(Exception):
         terminal = True
 
     wrapped = ValueError("wrapped")
     wrapped.__cause__ = TerminalError("root")
     assert is_terminal(wrapped)
-    assert is_terminal(LowerLayerError("lower-layer terminal error"))
+    assert is_terminal(Refused("spec refused"))
+    assert not is_terminal(LooksTerminal("only an attribute")), "recognised by type, not by a duck-typed attribute"
     assert not is_terminal(RuntimeError("plain"))
+
+    rec = ScriptedReconciler(lambda key, attempt: LooksTerminal("x") if attempt == 1 else Result())
+    queue: WorkQueue[Key] = WorkQueue(name="ctl-look-alike", base_backoff=0.001)
+    controller = Controller("ctl-look-alike", rec, queue)
+    async with running(controller):
+        controller.enqueue(A)
+        await eventually(lambda: rec.attempts[A] == 2 and rec.active[A] == 0)
+    assert errors("ctl-look-alike") == 1, "a look-alike is an ordinary error: retried with backoff"
+    terminal = metrics.REGISTRY.get_sample_value(
+        "controller_runtime_terminal_reconcile_errors_total", {"controller": "ctl-look-alike"}
+    )
+    assert terminal == 0
 
 
 async def test_requeue_after_is_honoured_and_forgets_backoff() -> None:

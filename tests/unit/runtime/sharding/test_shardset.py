@@ -58,25 +58,38 @@ def count(table: dict[str, str], holder: str) -> int:
     return sum(1 for h in table.values() if h == holder)
 
 
+class Fleet:
+    """Replicas of one group on one fake API and one manual clock; each stopped at the end of the test."""
+
+    def __init__(self) -> None:
+        self.api, self.clock = FakeApi(), ManualClock()
+        self.replicas: list[Replica] = []
+
+    async def join(self, identity: str, shards: int = 8, *, rounds: int = 0) -> Replica:
+        """A replica that holds its member Lease, after ``rounds`` rounds of its shard set."""
+        replica = Replica(self.api, self.clock, identity, shards=shards)
+        await replica.membership.lease.acquire()
+        self.replicas.append(replica)
+        for _ in range(rounds):
+            await replica.set.round()
+        return replica
+
+    def held_by(self, holder: str) -> int:
+        """How many shard Leases name ``holder``."""
+        return count(holders(self.api), holder)
+
+
 @pytest.fixture
-async def fleet() -> AsyncIterator[tuple[FakeApi, ManualClock, list[Replica]]]:
-    api, clock = FakeApi(), ManualClock()
-    replicas: list[Replica] = []
-    yield api, clock, replicas
-    for replica in replicas:
+async def fleet() -> AsyncIterator[Fleet]:
+    fleet = Fleet()
+    yield fleet
+    for replica in fleet.replicas:
         await replica.set.stop()  # cancels the never-renewing holds
 
 
-async def join(api: FakeApi, clock: ManualClock, replicas: list[Replica], identity: str) -> Replica:
-    replica = Replica(api, clock, identity)
-    await replica.membership.lease.acquire()
-    replicas.append(replica)
-    return replica
-
-
-async def test_two_replicas_split_eight_shards_four_and_four(fleet: tuple[FakeApi, ManualClock, list[Replica]]) -> None:
-    api, clock, replicas = fleet
-    a, b = await join(api, clock, replicas, "a"), await join(api, clock, replicas, "b")
+async def test_two_replicas_split_eight_shards_four_and_four(fleet: Fleet) -> None:
+    api = fleet.api
+    a, b = await fleet.join("a"), await fleet.join("b")
     await a.set.round()
     await b.set.round()
     table = holders(api)
@@ -89,31 +102,30 @@ async def test_two_replicas_split_eight_shards_four_and_four(fleet: tuple[FakeAp
 
 
 async def test_a_dead_replicas_shards_are_taken_once_its_leases_expire_on_the_survivors_clock(
-    fleet: tuple[FakeApi, ManualClock, list[Replica]],
+    fleet: Fleet,
 ) -> None:
-    api, clock, replicas = fleet
-    a, b = await join(api, clock, replicas, "a"), await join(api, clock, replicas, "b")
+    clock = fleet.clock
+    a, b = await fleet.join("a"), await fleet.join("b")
     await a.set.round()
     await b.set.round()
     bs = b.set.held
     await a.set.round()  # a sees b's records: expiry is measured from here, on a's clock
     clock.advance(14.9)
     await a.set.round()
-    assert count(holders(api), "a") == 4, "b's Leases have not expired yet on a's clock"
+    assert fleet.held_by("a") == 4, "b's Leases have not expired yet on a's clock"
     clock.advance(0.1)
     await a.set.round()
-    assert count(holders(api), "a") == 8
+    assert fleet.held_by("a") == 8
     assert a.set.held == bs, "a acts for b's shards now; its own four fences closed (the test never renews them)"
 
 
 async def test_a_joining_replica_gets_shards_handed_back_one_per_round_after_the_drain(
-    fleet: tuple[FakeApi, ManualClock, list[Replica]],
+    fleet: Fleet,
 ) -> None:
-    api, clock, replicas = fleet
-    a = await join(api, clock, replicas, "a")
-    await a.set.round()
-    assert count(holders(api), "a") == 8
-    c = await join(api, clock, replicas, "c")
+    api = fleet.api
+    a = await fleet.join("a", rounds=1)
+    assert fleet.held_by("a") == 8
+    c = await fleet.join("c")
     await a.set.round()
     assert a.events[-1].startswith("-"), "the handed-back shard was drained (on_lost) before its Lease was released"
     handed = int(a.events[-1][1:])
@@ -127,10 +139,9 @@ async def test_a_joining_replica_gets_shards_handed_back_one_per_round_after_the
     assert (count(table, "a"), count(table, "c")) == (4, 4), table
 
 
-async def test_stop_hands_every_shard_back(fleet: tuple[FakeApi, ManualClock, list[Replica]]) -> None:
-    api, clock, replicas = fleet
-    a = await join(api, clock, replicas, "a")
-    await a.set.round()
+async def test_stop_hands_every_shard_back(fleet: Fleet) -> None:
+    api = fleet.api
+    a = await fleet.join("a", rounds=1)
     await a.set.stop()
     assert set(holders(api).values()) == {""}
     assert sorted(e for e in a.events if e.startswith("-")) == sorted(f"-{s}" for s in range(8))
@@ -138,10 +149,10 @@ async def test_stop_hands_every_shard_back(fleet: tuple[FakeApi, ManualClock, li
 
 
 async def test_the_write_gate_follows_each_namespaces_shard_lease(
-    fleet: tuple[FakeApi, ManualClock, list[Replica]],
+    fleet: Fleet,
 ) -> None:
-    api, clock, replicas = fleet
-    a, b = await join(api, clock, replicas, "a"), await join(api, clock, replicas, "b")
+    clock = fleet.clock
+    a, b = await fleet.join("a"), await fleet.join("b")
     await a.set.round()
     await b.set.round()
     mine = next(f"team-{i}" for i in range(1000) if shard_index(f"team-{i}", 8) in a.set.held)
@@ -196,13 +207,13 @@ async def test_a_lost_shard_is_not_claimed_again_until_its_work_has_stopped() ->
 
 
 async def test_a_claim_lost_to_another_replica_is_made_up_from_the_next_free_shard_in_the_same_round(
-    fleet: tuple[FakeApi, ManualClock, list[Replica]],
+    fleet: Fleet,
 ) -> None:
     """A dead replica's shards are free for every survivor at once; the one whose write comes second must not leave
     its share short until the next round (that cost a takeover a whole retry period under chaos)."""
-    api, clock, replicas = fleet
-    a = await join(api, clock, replicas, "a")
-    await join(api, clock, replicas, "b")  # a live member that plays no round here: the fair share is 4
+    api = fleet.api
+    a = await fleet.join("a")
+    await fleet.join("b")  # a live member that plays no round here: the fair share is 4
     for shard in range(8):
         api.put(
             LEASES.path(namespace=NS),
@@ -226,13 +237,6 @@ async def test_a_claim_lost_to_another_replica_is_made_up_from_the_next_free_sha
 # -- a change of the shard count: no two configurations at once ----------------------------------------------------
 
 
-async def member(api: FakeApi, clock: ManualClock, replicas: list[Replica], identity: str, shards: int) -> Replica:
-    replica = Replica(api, clock, identity, shards=shards)
-    await replica.membership.lease.acquire()
-    replicas.append(replica)
-    return replica
-
-
 def leader_lease(api: FakeApi, clock: ManualClock, identity: str) -> Lease:
     """The unsharded leader's Lease of the group, as a replica of ``--shards 1`` holds it."""
     return Lease(api, name="wso", namespace=NS, identity=identity, settings=SETTINGS, clock=clock)
@@ -248,18 +252,16 @@ def shard_counts(api: FakeApi) -> dict[str, str]:
 
 
 async def test_a_replica_of_a_new_shard_count_waits_until_the_old_replicas_leases_are_released(
-    fleet: tuple[FakeApi, ManualClock, list[Replica]],
+    fleet: Fleet,
 ) -> None:
     """A rolling update from 4 to 8 shards: shard 2 of 8 and shard 1 of 4 cover the same namespaces."""
-    api, clock, replicas = fleet
-    old = await member(api, clock, replicas, "old", 4)
+    api = fleet.api
+    old = await fleet.join("old", 4, rounds=1)
+    assert fleet.held_by("old") == 4
+    new = await fleet.join("new", 8, rounds=1)
     await old.set.round()
-    assert count(holders(api), "old") == 4
-    new = await member(api, clock, replicas, "new", 8)
-    await new.set.round()
-    await old.set.round()
-    assert count(holders(api), "new") == 0, "no Lease of 8 shards while one of 4 is live"
-    assert count(holders(api), "old") == 4, "nor does the old replica claim the new configuration's free shards"
+    assert fleet.held_by("new") == 0, "no Lease of 8 shards while one of 4 is live"
+    assert fleet.held_by("old") == 4, "nor does the old replica claim the new configuration's free shards"
     await old.set.stop()  # the old pod stops: its shards are handed back
     await new.set.round()
     table = holders(api)
@@ -268,45 +270,41 @@ async def test_a_replica_of_a_new_shard_count_waits_until_the_old_replicas_lease
 
 
 async def test_a_killed_old_replicas_leases_end_the_wait_when_they_expire(
-    fleet: tuple[FakeApi, ManualClock, list[Replica]],
+    fleet: Fleet,
 ) -> None:
-    api, clock, replicas = fleet
-    old = await member(api, clock, replicas, "old", 4)
-    await old.set.round()
-    replicas.remove(old)  # killed: never renews, never hands back
+    api, clock = fleet.api, fleet.clock
+    old = await fleet.join("old", 4, rounds=1)
+    fleet.replicas.remove(old)  # killed: never renews, never hands back
     await old.set.stop_rounds()
-    new = await member(api, clock, replicas, "new", 2)
-    await new.set.round()
-    assert count(holders(api), "new") == 0
+    new = await fleet.join("new", 2, rounds=1)
+    assert fleet.held_by("new") == 0
     clock.advance(SETTINGS.lease_duration + 0.1)
     await new.set.round()
-    assert count(holders(api), "new") == 2, holders(api)
+    assert fleet.held_by("new") == 2, holders(api)
     for hold in old.set._holds.values():
         hold.cancel()
 
 
 async def test_sharded_replicas_wait_for_the_unsharded_leader_and_it_waits_for_them(
-    fleet: tuple[FakeApi, ManualClock, list[Replica]],
+    fleet: Fleet,
 ) -> None:
     """1 -> 4 shards: the leader Lease covers every namespace, so no shard Lease is taken while it is live."""
-    api, clock, replicas = fleet
+    api, clock = fleet.api, fleet.clock
     leader = leader_lease(api, clock, "leader")
     assert await leader.try_acquire()
-    sharded = await member(api, clock, replicas, "sharded", 4)
-    await sharded.set.round()
-    assert count(holders(api), "sharded") == 0
+    sharded = await fleet.join("sharded", 4, rounds=1)
+    assert fleet.held_by("sharded") == 0
     await leader.release()
     await sharded.set.round()
-    assert count(holders(api), "sharded") == 4
+    assert fleet.held_by("sharded") == 4
 
 
 async def test_the_unsharded_leader_is_not_taken_while_a_sharded_replica_holds_a_shard(
-    fleet: tuple[FakeApi, ManualClock, list[Replica]],
+    fleet: Fleet,
 ) -> None:
     """4 -> 1 shard: the new unsharded replica waits for the old sharded one to hand its shards back."""
-    api, clock, replicas = fleet
-    sharded = await member(api, clock, replicas, "sharded", 4)
-    await sharded.set.round()
+    api, clock = fleet.api, fleet.clock
+    sharded = await fleet.join("sharded", 4, rounds=1)
     may_lead = no_shard_leases_live(api, namespace=NS, leader="wso", lease_duration=15, clock=clock)
     assert not await may_lead()
     clock.advance(SETTINGS.lease_duration - 1)
@@ -319,21 +317,20 @@ async def test_the_unsharded_leader_is_not_taken_while_a_sharded_replica_holds_a
 
 
 async def test_shards_are_handed_back_when_a_leader_that_does_not_wait_takes_the_leader_lease(
-    fleet: tuple[FakeApi, ManualClock, list[Replica]],
+    fleet: Fleet,
 ) -> None:
     """1 -> 4 shards from 0.1.0, whose standby takes the leader Lease without looking at shard Leases."""
-    api, clock, replicas = fleet
-    sharded = await member(api, clock, replicas, "sharded", 4)
-    await sharded.set.round()
-    assert count(holders(api), "sharded") == 4
+    api, clock = fleet.api, fleet.clock
+    sharded = await fleet.join("sharded", 4, rounds=1)
+    assert fleet.held_by("sharded") == 4
     old_standby = leader_lease(api, clock, "old-standby")
     assert await old_standby.try_acquire()
     await sharded.set.round()
-    assert count(holders(api), "sharded") == 0
+    assert fleet.held_by("sharded") == 0
     assert sharded.events[-4:] == ["-0", "-1", "-2", "-3"], "each shard's work stopped before its Lease was released"
     await old_standby.release()
     await sharded.set.round()
-    assert count(holders(api), "sharded") == 4
+    assert fleet.held_by("sharded") == 4
 
 
 async def test_a_leader_whose_rbac_cannot_list_leases_leads_as_before() -> None:
