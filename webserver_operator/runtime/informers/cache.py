@@ -22,6 +22,8 @@ from webserver_operator.kube.skim import Skim
 from webserver_operator.runtime.informers.group import InformerGroup
 from webserver_operator.runtime.informers.informer import Transform
 
+__all__ = ["CacheGroup", "EvictionHandler", "InformerCache", "SharedCache", "ViewShape"]
+
 #: Called for each object a cache stops holding although it was not deleted (with sharding: its shard was handed
 #: over and another replica caches it now).
 EvictionHandler = Callable[[KubeObject], None]

@@ -29,6 +29,8 @@ from webserver_operator.kube.skim import Skim
 from webserver_operator.runtime.informers.informer import Informer, Transform, noop_handler
 from webserver_operator.runtime.informers.scope import ScopeFactory
 
+__all__ = ["InformerGroup"]
+
 logger = logging.getLogger(__name__)
 
 

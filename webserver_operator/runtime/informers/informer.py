@@ -67,6 +67,8 @@ from webserver_operator.runtime.informers.interrupt import Interrupt, Interrupte
 from webserver_operator.runtime.informers.scope import Placement, Scope, ScopeFactory
 from webserver_operator.runtime.informers.store import Store, StoreEvent
 
+__all__ = ["Informer", "Transform", "noop_handler", "strip_unread_fields"]
+
 logger = logging.getLogger(__name__)
 
 _DEFAULT_WATCH_TIMEOUT_SECONDS = 300

@@ -20,6 +20,8 @@ from collections.abc import Iterable, Mapping
 
 from webserver_operator.core.vocabulary import EventType, KubeObject, KubeObjects, ObjectKey, object_key
 
+__all__ = ["Store", "StoreEvent"]
+
 #: ``(type, new_or_deleted_object, old_object_or_None)``: what changed in the store, as informer handlers receive it.
 StoreEvent = tuple[EventType, KubeObject, KubeObject | None]
 
