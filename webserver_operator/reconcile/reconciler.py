@@ -98,6 +98,7 @@ from webserver_operator.reconcile.status import (
     progress_detail,
 )
 from webserver_operator.reconcile.triggers import OwnWrites
+from webserver_operator.reconcile.upgrade_optout import NamespaceOptOut
 from webserver_operator.runtime.controller.result import Result
 
 log = logging.getLogger(__name__)
@@ -182,6 +183,8 @@ class WebServerReconciler:
         self._revisions = RevisionCounts()
         #: Moves WebServers left on an old template revision at the admin's pace (off at rate 0).
         self._pacer = Pacer(template_upgrade_rate, lambda: self._clock().timestamp())
+        #: Namespaces labelled webserver-operator.dev/template-upgrade=manual: the pacer leaves them alone.
+        self._manual = NamespaceOptOut(api, lambda: self._clock().timestamp())
         #: Why unready pods are unready: the kubelet's last probe failure, read only while they are.
         self._probes = ProbeFailures(api, lambda: self._clock())  # noqa: PLW0108 - late bound: tests move the clock
         self._deployment = _Child(
@@ -258,7 +261,12 @@ class WebServerReconciler:
         if seen is None:
             live = self._deployment.cache.get((ws.namespace, child_name(ws)))
             revision = revision_for(ws, live)
-            if revision < TEMPLATE_REVISION and self._pacer.take(key):
+            if (
+                revision < TEMPLATE_REVISION
+                and self._pacer.has_room()
+                and not await self._manual.manual(ws.namespace)
+                and self._pacer.take(key)
+            ):
                 log.info(
                     "moving to template revision %d at the admin's pace",
                     TEMPLATE_REVISION,
@@ -306,7 +314,8 @@ class WebServerReconciler:
         versions = (_resource_version(deployment), _resource_version(service), _version_or_none(budget))
         if clean != (ws.uid, ws.generation, *versions):
             return None
-        if template_revision_of(deployment) < TEMPLATE_REVISION and (upgrade_requested(ws) or self._pacer.has_room()):
+        paced = self._pacer.has_room() and not self._manual.remembered_manual(ws.namespace)
+        if template_revision_of(deployment) < TEMPLATE_REVISION and (upgrade_requested(ws) or paced):
             return None  # annotated since (metadata only: the generation did not move), or its turn at the pace
         return Observation(deployment=deployment, service=service)
 
