@@ -1,4 +1,4 @@
-"""A namespace labelled webserver-operator.dev/template-upgrade=manual keeps the pacer away; unreadable means away too."""
+"""A namespace labelled webserver-operator.dev/template-upgrade=manual keeps the pacer away; unreadable ones too."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ async def test_the_label_is_read_once_and_remembered_for_a_while() -> None:
     assert not await optout.manual("frozen")
 
 
-@pytest.mark.parametrize("code,reason", [(403, "Forbidden"), (503, "ServiceUnavailable")])
+@pytest.mark.parametrize(("code", "reason"), [(403, "Forbidden"), (503, "ServiceUnavailable")])
 async def test_a_namespace_that_cannot_be_read_counts_as_opted_out_and_says_what_to_grant(
     code: int, reason: str, caplog: pytest.LogCaptureFixture
 ) -> None:
