@@ -256,6 +256,7 @@ def test_paced_upgrade_from_the_previous_chart_serves_every_request(
 
     most = 0
     samples = 0
+    stopping: dict[str, float] = {}
     done = False
     node = next(
         n
@@ -289,9 +290,17 @@ def test_paced_upgrade_from_the_previous_chart_serves_every_request(
             samples += 1
             assert len(rolling) <= PACE, f"{len(rolling)} Deployments rolling at once with a pace of {PACE}: {rolling}"
             done = len(ours) == len(PACED) and not rolling and all(_revision(d) == TEMPLATE_REVISION for d in ours)
+            for pod in cluster.get_json("pods", "-l", f"app.kubernetes.io/instance={PACED[0]}", namespace=namespace)[
+                "items"
+            ]:
+                if pod["metadata"].get("deletionTimestamp"):
+                    stopping.setdefault(pod["metadata"]["name"], time.time())
             time.sleep(0.5)
         time.sleep(2)
     tally = load.stop()
+    # When each pod of the loaded WebServer was first seen terminating, beside when requests failed (unix seconds).
+    print(f"\n{PACED[0]} pods first seen terminating: {sorted((t, n) for n, t in stopping.items())}")
+    print(f"failed requests at: {[round(t, 1) for t, _ in tally.failures]}")
     print(
         f"\npaced upgrade from {BASELINE_REF[:7]} (perMinute={PACE}, {len(PACED)} WebServers of 2 replicas): "
         f"{tally}; at most {most} rolling at once in {samples} looks"
