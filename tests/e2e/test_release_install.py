@@ -205,21 +205,21 @@ def test_readme_install_block_from_a_release_on_kind_then_helm_upgrade_restarts_
     env = _user_env(cluster, published, tmp_path)
     try:
         # One script, as a user pastes the block: REGISTRY and VERSION carry from line to line. Its own session, so
-        # the port-forward it leaves running is stopped with it.
-        process = subprocess.Popen(
-            ["bash", "-euo", "pipefail", "-c", script],
-            cwd=published.repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            start_new_session=True,
-        )  # fmt: skip
-        try:
-            out, err = process.communicate(timeout=900)
-        finally:
-            with_port_forward = process.pid
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(with_port_forward, signal.SIGTERM)
-        assert process.returncode == 0, (
-            f"the README's install block failed ({process.returncode}):\n{out[-3000:]}\n{err[-3000:]}"
-        )
+        # the port-forward it leaves running is stopped with it; its output goes to files, which that port-forward
+        # keeps open after the script has ended (a pipe would never reach its end).
+        out_path, err_path = tmp_path / "block.out", tmp_path / "block.err"
+        with out_path.open("w") as out_file, err_path.open("w") as err_file:
+            process = subprocess.Popen(
+                ["bash", "-euo", "pipefail", "-c", script],
+                cwd=published.repo, env=env, stdout=out_file, stderr=err_file, text=True, start_new_session=True,
+            )  # fmt: skip
+            try:
+                code = process.wait(timeout=900)
+            finally:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGTERM)
+        out, err = out_path.read_text(), err_path.read_text()
+        assert code == 0, f"the README's install block failed ({code}):\n{out[-3000:]}\n{err[-3000:]}"
         assert "Welcome to nginx" in out, f"curl of the sample's page through port-forward printed:\n{out[-2000:]}"
         ws = cluster.get_json("webserver", "webserver-unprivileged", namespace="default")
         ready = condition(ws)
