@@ -114,16 +114,16 @@ EOF
   for ((i = 0; i < KIND_WORKERS; i++)); do
     printf '  - role: worker\n'
   done
-  # With KIND_REGISTRY, containerd reads per-registry hosts from config_path (kind's default for containerd 2, set here
-  # so that it holds on every node image): registry_hosts writes the one for KIND_REGISTRY there.
-  if [[ -n "${KIND_REGISTRY:-}" ]]; then
-    cat <<'EOF'
+  # containerd reads per-registry hosts from config_path (kind's default for containerd 2, set here so that it holds on
+  # every node image, with or without KIND_REGISTRY): registry_hosts writes the one for a registry there, at `up` or
+  # later on the running cluster (`KIND_REGISTRY=... hack/kind.sh registry-hosts`, as tests/e2e/test_release_install.py
+  # does on the cluster of `make e2e-kind`).
+  cat <<'EOF'
 containerdConfigPatches:
   - |-
     [plugins."io.containerd.cri.v1.images".registry]
       config_path = "/etc/containerd/certs.d"
 EOF
-  fi
   if [[ ! -f /sys/fs/cgroup/cgroup.controllers ]]; then
     cat <<'EOF'
 kubeadmConfigPatches:

@@ -13,8 +13,10 @@ The tests run in file order on the same WebServer; each leaves it Ready for the 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -68,8 +70,8 @@ def _write_report() -> None:
     print("\n" + "\n".join(lines) + f"\n(written to {REPORT})")
 
 
-def _load(cluster: Cluster, namespace: str) -> Load:
-    ws = cluster.get_json("webserver", NAME, namespace=namespace)
+def _load(cluster: Cluster, namespace: str, name: str = NAME) -> Load:
+    ws = cluster.get_json("webserver", name, namespace=namespace)
     node = _control_plane(cluster)
     address = next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
     return Load(container_engine(), node["metadata"]["name"], f"http://{address}:{ws['status']['nodePort']}/")
@@ -84,8 +86,8 @@ def _patch(cluster: Cluster, namespace: str, spec: dict[str, Any]) -> None:
     cluster.kubectl("patch", "webserver", NAME, "-n", namespace, "--type=merge", "-p", json.dumps({"spec": spec}))
 
 
-def _pods(cluster: Cluster, namespace: str) -> list[dict[str, Any]]:
-    items = cluster.get_json("pods", "-l", f"app.kubernetes.io/instance={NAME}", namespace=namespace)["items"]
+def _pods(cluster: Cluster, namespace: str, name: str = NAME) -> list[dict[str, Any]]:
+    items = cluster.get_json("pods", "-l", f"app.kubernetes.io/instance={name}", namespace=namespace)["items"]
     return list(items)
 
 
@@ -184,6 +186,125 @@ def test_drain_the_node_with_most_replicas(cluster: Cluster, namespace: str) -> 
         f"{nodes.count(node)} of 3 replicas on it; `kubectl drain` took {drained:.0f} s",
     )
     assert tally.failed == 0, tally
+
+
+def _serving(pod: dict[str, Any]) -> bool:
+    """Ready and not terminating: a pod the Service sends new requests to."""
+    conditions = pod["status"].get("conditions") or []
+    ready = any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+    return ready and not pod["metadata"].get("deletionTimestamp")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Seen:
+    """One look at the cluster during a drain: serving pods per node, pods left on the drained node, the budget."""
+
+    serving: dict[str, int]
+    on_drained: int
+    disruptions_allowed: int | None
+
+
+@pytest.mark.timeout(600)
+def test_a_drain_of_the_node_with_the_last_ready_replicas_waits_for_the_budget(
+    cluster: Cluster, release: Release
+) -> None:
+    """Both replicas of a 2-replica WebServer on one node; `kubectl drain` of that node may evict only one at a time.
+
+    The budget (maxUnavailable 1) refuses the second eviction until the first pod's replacement is Ready on the other
+    node: throughout the drain at least one pod serves, the budget is seen with no disruption allowed while a pod
+    still waits on the drained node, and the WebServer ends with both pods Ready off it. Asserted from what the
+    cluster showed (pods, the budget's status, sampled every half second), and from the traffic: 0 failed requests.
+    """
+    nodes = [n["metadata"]["name"] for n in cluster.get_json("nodes")["items"]]
+    assert len(nodes) >= 2, "draining needs a second node (hack/kind.sh: KIND_WORKERS)"
+    control_plane = _control_plane(cluster)["metadata"]["name"]
+    drained = next(n for n in nodes if n != control_plane)  # keep the control plane's own pods where they are
+    others = [n for n in nodes if n != drained]
+    name = "avail-pdb"
+    with cluster.temporary_namespace("e2e-avail-pdb") as namespace:
+        # Both replicas on the node to drain: the others are cordoned while they are scheduled.
+        for node in others:
+            cluster.kubectl("cordon", node)
+        try:
+            cluster.apply(
+                {
+                    "apiVersion": "web.webserver-operator.dev/v1",
+                    "kind": "WebServer",
+                    "metadata": {"name": name},
+                    "spec": {"image": cluster.web_images[0], "replicas": 2, "port": 80},
+                },
+                namespace=namespace,
+            )
+            wait_ready(cluster, namespace, name, timeout=240)
+        finally:
+            for node in others:
+                cluster.kubectl("uncordon", node, check=False)
+        before = _pods(cluster, namespace, name)
+        assert sorted(p["spec"]["nodeName"] for p in before) == [drained, drained], [
+            (p["metadata"]["name"], p["spec"]["nodeName"]) for p in before
+        ]
+        budget = wait_until(
+            lambda: cluster.get_or_none("poddisruptionbudget", name, namespace=namespace),
+            timeout=30,
+            message="the budget",
+        )
+        assert budget["spec"]["maxUnavailable"] == 1
+
+        seen: list[_Seen] = []
+        stop = threading.Event()
+
+        def look() -> None:
+            while not stop.is_set():
+                pods = _pods(cluster, namespace, name)
+                pdb = cluster.get_or_none("poddisruptionbudget", name, namespace=namespace) or {}
+                serving: dict[str, int] = {}
+                for pod in pods:
+                    if _serving(pod):
+                        serving[pod["spec"]["nodeName"]] = serving.get(pod["spec"]["nodeName"], 0) + 1
+                allowed = (pdb.get("status") or {}).get("disruptionsAllowed")
+                on_drained = sum(1 for p in pods if p["spec"].get("nodeName") == drained)
+                seen.append(_Seen(serving, on_drained, allowed))
+                stop.wait(0.5)
+
+        watcher = threading.Thread(target=look, daemon=True)
+        with _load(cluster, namespace, name) as load:
+            watcher.start()
+            started = time.monotonic()
+            try:
+                cluster.kubectl(
+                    "drain", drained, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=300s", timeout=330
+                )
+                took = time.monotonic() - started
+                _settled_pods(cluster, namespace, name, replicas=2, off=drained)
+            finally:
+                stop.set()
+                watcher.join(timeout=30)
+                cluster.kubectl("uncordon", drained, check=False)
+            time.sleep(2)
+        tally = load.stop()
+        waited = [s for s in seen if s.disruptions_allowed == 0 and s.on_drained > 0]
+        _record(
+            "drain the node holding both replicas (2)",
+            tally,
+            f"`kubectl drain` took {took:.0f} s; the budget allowed no eviction in {len(waited)} of {len(seen)} looks",
+        )
+        assert seen, "the watcher saw nothing"
+        assert min(sum(s.serving.values()) for s in seen) >= 1, [s.serving for s in seen]
+        assert waited, f"the budget never held the drain: {seen}"
+        after = _pods(cluster, namespace, name)
+        assert len(after) == 2 and all(_serving(p) and p["spec"]["nodeName"] != drained for p in after)
+        assert tally.sent > 100, f"the load generator hardly ran: {tally}"
+        assert tally.failed == 0, tally
+
+
+def _settled_pods(cluster: Cluster, namespace: str, name: str, *, replicas: int, off: str) -> None:
+    """Exactly ``replicas`` pods of ``name``, all serving, none on node ``off``."""
+
+    def done() -> bool:
+        pods = _pods(cluster, namespace, name)
+        return len(pods) == replicas and all(_serving(p) and p["spec"]["nodeName"] != off for p in pods)
+
+    wait_until(done, timeout=240, message=f"{replicas} serving pods of {name} off {off}")
 
 
 @pytest.mark.timeout(600)

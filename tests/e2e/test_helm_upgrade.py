@@ -27,11 +27,13 @@ from harness.scrape import metric_value
 from tests.e2e.conftest import SCRAPER, helm, own_release_namespace, split_image
 from tests.integration.test_upgrade import BASELINE_REF
 from tests.support.baseline import extract_tree
-from tests.support.cluster import Cluster, wait_until
+from tests.support.cluster import Cluster, container_engine, wait_until
 from tests.support.factories import webserver
 from tests.support.scraper_pod import ScraperPod
+from tests.support.traffic import Load
 from tests.support.upgrades import CHANGELOG, children_state, declared_template_changes, upgrade_problems
 from tests.support.webservers import wait_ready
+from webserver_operator.desired import TEMPLATE_REVISION, TEMPLATE_REVISION_ANNOTATION
 from webserver_operator.kube.client import FIELD_MANAGER
 
 pytestmark = pytest.mark.kind
@@ -183,4 +185,130 @@ def test_helm_upgrade_from_the_previous_chart_restarts_no_pods(
         + "\n  ".join(problems)
         + "\nAvoid the change, or name each pod-template field in CHANGELOG.md's [Unreleased] upgrade notes "
         "(docs/upgrades.md)."
+    )
+
+
+PACED = ("up-paced-a", "up-paced-b", "up-paced-c")
+"""WebServers moved by the pacer after `helm upgrade` (two replicas each, so each has a budget and rolls one pod)."""
+PACE = 2
+_STOP_SEEN_LAG = 2.0
+"""Seconds a pod may have been stopping before the test's half-second look at the pods saw its deletion."""
+_ENDPOINT_LAG = 3.0
+"""Seconds after a stopping pod is seen within which kube-proxy on the node has dropped its endpoint."""
+"""``templateUpgrade.perMinute`` for the paced upgrade: at most two moves a minute, at most two rolling at once."""
+
+
+def _rolling(deployment: dict[str, Any]) -> bool:
+    """A rollout under way: the controller has not seen the spec yet, or not every pod is updated and available."""
+    status = deployment.get("status") or {}
+    want = deployment["spec"].get("replicas", 1)
+    counts = [status.get(key) or 0 for key in ("updatedReplicas", "availableReplicas", "replicas")]
+    observed = (status.get("observedGeneration") or 0) >= deployment["metadata"]["generation"]
+    return not observed or counts != [want, want, want]
+
+
+def _revision(deployment: dict[str, Any]) -> int:
+    annotations = deployment["metadata"].get("annotations") or {}
+    return int(annotations.get(TEMPLATE_REVISION_ANNOTATION, "1"))
+
+
+@pytest.mark.timeout(1200)
+def test_paced_upgrade_from_the_previous_chart_serves_every_request(
+    cluster: Cluster, baseline_tree: Path, baseline_image: str, operator_namespace: str, namespace: str
+) -> None:
+    """`helm upgrade` from the baseline with ``templateUpgrade.perMinute=2``, one WebServer under traffic.
+
+    The pacer moves the three WebServers to the newest template revision on its own; sampled every half second, no
+    more than two Deployments are ever rolling at once, all three end at the newest revision, and the WebServer
+    under load (tests/support/traffic.py, from inside the control-plane node to its NodePort) answers every request
+    from before the upgrade until the last move is done.
+    """
+    # This test's own baseline install: the release the test above upgraded (if it ran) goes first, Lease and all.
+    helm(cluster, "uninstall", RELEASE, "-n", operator_namespace, "--wait", "--timeout=120s", check=False)
+    cluster.kubectl("delete", "leases", "--all", "-n", operator_namespace, check=False)
+    helm(
+        cluster,
+        "install",
+        RELEASE,
+        str(baseline_tree / "charts" / "webserver-operator"),
+        "-n",
+        operator_namespace,
+        "--take-ownership",
+        "--set",
+        f"fullnameOverride={FULLNAME}",
+        *_image_values(baseline_image),
+    )
+    _rolled_out(cluster, operator_namespace)
+    for name in PACED:
+        cluster.apply(webserver(name, image=cluster.web_images[0], replicas=2), namespace=namespace)
+    for name in PACED:
+        wait_ready(cluster, namespace, name, timeout=240)
+    deployments = {d["metadata"]["name"]: d for d in cluster.get_json("deployments", namespace=namespace)["items"]}
+    assert {name: _revision(deployments[name]) for name in PACED} == dict.fromkeys(PACED, 1)
+
+    most = 0
+    samples = 0
+    stopping: dict[str, float] = {}
+    done = False
+    node = next(
+        n
+        for n in cluster.get_json("nodes")["items"]
+        if "node-role.kubernetes.io/control-plane" in n["metadata"].get("labels", {})
+    )
+    address = next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
+    served = cluster.get_json("webserver", PACED[0], namespace=namespace)
+    url = f"http://{address}:{served['status']['nodePort']}/"
+    with Load(container_engine(), node["metadata"]["name"], url) as load:
+        helm(
+            cluster,
+            "upgrade",
+            RELEASE,
+            str(ROOT / "charts" / "webserver-operator"),
+            "-n",
+            operator_namespace,
+            "--set",
+            f"fullnameOverride={FULLNAME}",
+            "--set",
+            f"templateUpgrade.perMinute={PACE}",
+            *_image_values(cluster.operator_image),
+        )
+        deadline = time.monotonic() + 600
+        while not done:
+            assert time.monotonic() < deadline, f"the pacer did not move all of {PACED} in 600 s"
+            items = cluster.get_json("deployments", namespace=namespace)["items"]
+            ours = [d for d in items if d["metadata"]["name"] in PACED]
+            rolling = [d["metadata"]["name"] for d in ours if _rolling(d)]
+            most = max(most, len(rolling))
+            samples += 1
+            assert len(rolling) <= PACE, f"{len(rolling)} Deployments rolling at once with a pace of {PACE}: {rolling}"
+            done = len(ours) == len(PACED) and not rolling and all(_revision(d) == TEMPLATE_REVISION for d in ours)
+            for pod in cluster.get_json("pods", "-l", f"app.kubernetes.io/instance={PACED[0]}", namespace=namespace)[
+                "items"
+            ]:
+                if pod["metadata"].get("deletionTimestamp"):
+                    stopping.setdefault(pod["metadata"]["name"], time.time())
+            time.sleep(0.5)
+        time.sleep(2)
+    tally = load.stop()
+    # When each pod of the loaded WebServer was first seen terminating, beside when requests failed (unix seconds).
+    print(f"\n{PACED[0]} pods first seen terminating: {sorted((t, n) for n, t in stopping.items())}")
+    print(f"failed requests at: {[round(t, 1) for t, _ in tally.failures]}")
+    print(
+        f"\npaced upgrade from {BASELINE_REF[:7]} (perMinute={PACE}, {len(PACED)} WebServers of 2 replicas): "
+        f"{tally}; at most {most} rolling at once in {samples} looks"
+    )
+    assert most >= 1, "no rollout was ever seen: the pacer moved nothing, or the test looked too seldom"
+    assert tally.sent > 100, f"the load generator hardly ran: {tally}"
+    # The loaded WebServer's two pods were started at revision 1, by 0.1.0, without the preStop pause; a pod's
+    # lifecycle cannot change once it runs. When the move replaces them, a connection that reaches one between its
+    # SIGTERM and kube-proxy dropping its endpoint is refused: the race of every 0.1.0 rollout, met once more, for
+    # the revision-1 pods only. Failures within seconds of one of them stopping are that; any other fails the test.
+    assert len(stopping) >= 2, f"the loaded WebServer's revision-1 pods were not seen stopping: {stopping}"
+    unexplained = [
+        round(at, 1)
+        for at, _ in tally.failures
+        if not any(stopped - _STOP_SEEN_LAG <= at <= stopped + _ENDPOINT_LAG for stopped in stopping.values())
+    ]
+    assert not unexplained, (
+        f"requests failed while no revision-1 pod was stopping, at {unexplained} (pods stopping: {stopping}): {tally}"
     )

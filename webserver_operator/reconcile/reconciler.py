@@ -58,6 +58,7 @@ from webserver_operator.reconcile.status import (
     progress_detail,
 )
 from webserver_operator.reconcile.triggers import OwnWrites
+from webserver_operator.reconcile.upgrade_optout import NamespaceOptOut
 from webserver_operator.runtime.controller.result import Result, TerminalError
 
 __all__ = ["Caches", "WebServerReconciler"]
@@ -100,6 +101,8 @@ class WebServerReconciler:
         self._revisions = RevisionCounts()
         #: Moves WebServers left on an old template revision at the admin's pace (off at rate 0).
         self._pacer = Pacer(template_upgrade_rate, lambda: self._clock().timestamp())
+        #: Namespaces labelled webserver-operator.dev/template-upgrade=manual: the pacer leaves them alone.
+        self._manual = NamespaceOptOut(api, lambda: self._clock().timestamp())
         #: Why unready pods are unready: the kubelet's last probe failure, read only while they are.
         self._probes = ProbeFailures(api, lambda: self._clock(), self._memory)  # noqa: PLW0108 - late bound clock
         self._children = ChildSync(
@@ -162,7 +165,12 @@ class WebServerReconciler:
         seen = self._children_current(ws)
         if seen is None:
             revision = revision_for(ws, self._children.cached_deployment(ws))
-            if revision < TEMPLATE_REVISION and self._pacer.take(key):
+            if (
+                revision < TEMPLATE_REVISION
+                and self._pacer.has_room()
+                and not await self._manual.manual(ws.namespace)
+                and self._pacer.take(key)
+            ):
                 log.info(
                     "moving to template revision %d at the admin's pace",
                     TEMPLATE_REVISION,
@@ -199,9 +207,8 @@ class WebServerReconciler:
         seen = self._children.current(ws)
         if seen is None or seen.deployment is None:
             return seen
-        if template_revision_of(seen.deployment) < TEMPLATE_REVISION and (
-            upgrade_requested(ws) or self._pacer.has_room()
-        ):
+        paced = self._pacer.has_room() and not self._manual.remembered_manual(ws.namespace)
+        if template_revision_of(seen.deployment) < TEMPLATE_REVISION and (upgrade_requested(ws) or paced):
             return None
         return seen
 

@@ -39,6 +39,7 @@ from tests.support.chart import (
     one,
     render,
     restricted_violations,
+    rule_triples,
 )
 from webserver_operator import __version__
 from webserver_operator.api.chart import CHART_CRD_PATH
@@ -330,6 +331,25 @@ def test_rbac_with_watch_namespaces_uses_one_role_per_namespace() -> None:
         NAMESPACE: set(LEADER_ELECTION_RULES),
     }
     assert flag_values_of(manager_of(docs)["args"], "--namespaces") == ["team-a,team-b"]
+
+
+def test_rbac_lets_the_template_pacer_read_namespaces_only_when_it_paces() -> None:
+    """``get`` on namespaces (the opt-out label, reconcile/upgrade_optout.py) only with templateUpgrade.perMinute;
+    with watchNamespaces only those Namespaces, by name."""
+    namespaces = {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]}
+    assert not find(render(), "ClusterRole", f"{FULLNAME}-template-upgrade")
+    docs = render("--set", "templateUpgrade.perMinute=2")
+    assert one(docs, "ClusterRole", f"{FULLNAME}-template-upgrade")["rules"] == [namespaces]
+    assert granted_of(docs, FULLNAME)[None] == set(MANAGER_RULES | METRICS_AUTH_RULES) | rule_triples([namespaces])
+    docs = render("--set", "templateUpgrade.perMinute=2", "--set", "watchNamespaces={team-a,team-b}")
+    rules = one(docs, "ClusterRole", f"{FULLNAME}-template-upgrade")["rules"]
+    assert rules == [{**namespaces, "resourceNames": ["team-a", "team-b"]}]
+    assert not find(
+        render(
+            "--set", "templateUpgrade.perMinute=2,rbac.create=false,serviceAccount.create=false,serviceAccount.name=x"
+        ),
+        "ClusterRole",
+    )
 
 
 def test_rbac_can_be_left_to_the_user() -> None:

@@ -20,7 +20,7 @@ from webserver_operator import metrics
 from webserver_operator.api.models import WEBSERVERS, WebServer
 from webserver_operator.core.jsondiff import compare
 from webserver_operator.core.podsecurity import PodSecurityLevel
-from webserver_operator.core.resources import DEPLOYMENTS, EVENTS, PODDISRUPTIONBUDGETS, SERVICES
+from webserver_operator.core.resources import DEPLOYMENTS, EVENTS, NAMESPACES, PODDISRUPTIONBUDGETS, SERVICES
 from webserver_operator.core.vocabulary import KubeObject, KubeObjects, ObjectKey
 from webserver_operator.desired import child_labels, desired_deployment
 from webserver_operator.kube.errors import Conflict, ServerError
@@ -1518,8 +1518,13 @@ async def test_a_foreign_budget_of_the_same_name_is_reported_and_never_adopted_o
     assert api.get(PDB_PATH) is not None, "not ours: never deleted"
 
 
-async def test_at_the_admins_pace_a_webserver_left_on_revision_1_moves_one_at_a_time() -> None:
+def _left_on_revision_1(namespace_labels: dict[str, str]) -> tuple[FakeApi, WebServerReconciler]:
+    """Two converged WebServers whose Deployments are at template revision 1, a reconciler pacing one a minute."""
     api = FakeApi()
+    api.put(
+        NAMESPACES.path(),
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS, "labels": namespace_labels}},
+    )
     for name in ("web", "other"):
         api.put(WEBSERVERS.path(namespace=NS), {**webserver(), "metadata": {"name": name, "namespace": NS}})
         ws = api.get(WEBSERVERS.path(namespace=NS, name=name))
@@ -1544,16 +1549,39 @@ async def test_at_the_admins_pace_a_webserver_left_on_revision_1_moves_one_at_a_
         recorder=EventRecorder(api, instance="test"),
         template_upgrade_rate=1,
     )
+    return api, rec
+
+
+def _revisions(api: FakeApi) -> list[str | None]:
+    return [
+        (d["metadata"].get("annotations") or {}).get("webserver-operator.dev/template-revision")
+        for d in (api.get(DEPLOYMENTS.path(namespace=NS, name=n)) for n in ("web", "other"))
+        if d is not None
+    ]
+
+
+async def test_at_the_admins_pace_a_webserver_left_on_revision_1_moves_one_at_a_time() -> None:
+    api, rec = _left_on_revision_1({})
 
     def revisions() -> list[str | None]:
-        return [
-            (d["metadata"].get("annotations") or {}).get("webserver-operator.dev/template-revision")
-            for d in (api.get(DEPLOYMENTS.path(namespace=NS, name=n)) for n in ("web", "other"))
-            if d is not None
-        ]
+        return _revisions(api)
 
     first = await rec.reconcile((NS, "web"))
     second = await rec.reconcile((NS, "other"))
     assert revisions() == ["2", None], "one per minute"
     assert second.requeue_after == 60, "its turn comes at the pace"
     assert first.requeue_after is None
+
+
+async def test_the_pacer_leaves_a_namespace_labelled_manual_alone_and_the_owners_annotation_still_moves() -> None:
+    api, rec = _left_on_revision_1({"webserver-operator.dev/template-upgrade": "manual"})
+    for name in ("web", "other"):
+        await rec.reconcile((NS, name))
+    assert _revisions(api) == [None, None], "the namespace opted out: the pacer moves nothing there"
+    ws = api.get(WEBSERVERS.path(namespace=NS, name="web"))
+    assert ws is not None
+    ws["metadata"]["annotations"] = {"webserver-operator.dev/template-upgrade": "true"}
+    api.put(WEBSERVERS.path(namespace=NS), ws)
+    for name in ("web", "other"):
+        await rec.reconcile((NS, name))
+    assert _revisions(api) == ["2", None], "the owner's annotation moves its own WebServer, and only that one"
