@@ -130,10 +130,8 @@ def _reconciled_and_quiet(scraper: ScraperPod, url: str) -> None:
         time.sleep(1)
 
 
-def test_helm_upgrade_from_the_previous_chart_restarts_no_pods(
-    cluster: Cluster, baseline_tree: Path, baseline_image: str, operator_namespace: str, namespace: str
-) -> None:
-    # The previous release, as its README said to install it: its chart, its image, its values.
+def _install_baseline(cluster: Cluster, baseline_tree: Path, baseline_image: str, operator_namespace: str) -> None:
+    """The previous release, as its README said to install it: its chart, its image, its values; rolled out."""
     helm(
         cluster,
         "install",
@@ -147,15 +145,10 @@ def test_helm_upgrade_from_the_previous_chart_restarts_no_pods(
         *_image_values(baseline_image),
     )
     _rolled_out(cluster, operator_namespace)
-    for name, spec in SPECS:
-        cluster.apply(webserver(name, image=cluster.web_images[0], **spec), namespace=namespace)
-    for name, _ in SPECS:
-        wait_ready(cluster, namespace, name, timeout=180)
-    time.sleep(5)  # let the previous operator finish any follow-up reconcile (status after Ready)
-    before = _snapshot(cluster, namespace)
 
-    # HEAD's chart and image on the same release; the scraper ServiceAccount may read HEAD's (secure) /metrics.
-    reader = "metrics.reader.subjects[0]"
+
+def _upgrade_to_head(cluster: Cluster, operator_namespace: str, values: str) -> None:
+    """``helm upgrade`` of the release to HEAD's chart and image, with ``values`` (one ``--set``)."""
     helm(
         cluster,
         "upgrade",
@@ -166,8 +159,28 @@ def test_helm_upgrade_from_the_previous_chart_restarts_no_pods(
         "--set",
         f"fullnameOverride={FULLNAME}",
         "--set",
-        f"{reader}.kind=ServiceAccount,{reader}.name={SCRAPER},{reader}.namespace={operator_namespace}",
+        values,
         *_image_values(cluster.operator_image),
+    )
+
+
+def test_helm_upgrade_from_the_previous_chart_restarts_no_pods(
+    cluster: Cluster, baseline_tree: Path, baseline_image: str, operator_namespace: str, namespace: str
+) -> None:
+    _install_baseline(cluster, baseline_tree, baseline_image, operator_namespace)
+    for name, spec in SPECS:
+        cluster.apply(webserver(name, image=cluster.web_images[0], **spec), namespace=namespace)
+    for name, _ in SPECS:
+        wait_ready(cluster, namespace, name, timeout=180)
+    time.sleep(5)  # let the previous operator finish any follow-up reconcile (status after Ready)
+    before = _snapshot(cluster, namespace)
+
+    # HEAD's chart and image on the same release; the scraper ServiceAccount may read HEAD's (secure) /metrics.
+    reader = "metrics.reader.subjects[0]"
+    _upgrade_to_head(
+        cluster,
+        operator_namespace,
+        f"{reader}.kind=ServiceAccount,{reader}.name={SCRAPER},{reader}.namespace={operator_namespace}",
     )
     _rolled_out(cluster, operator_namespace)
     cluster.kubectl("create", "serviceaccount", SCRAPER, "-n", operator_namespace)
@@ -226,19 +239,7 @@ def test_paced_upgrade_from_the_previous_chart_serves_every_request(
     # This test's own baseline install: the release the test above upgraded (if it ran) goes first, Lease and all.
     helm(cluster, "uninstall", RELEASE, "-n", operator_namespace, "--wait", "--timeout=120s", check=False)
     cluster.kubectl("delete", "leases", "--all", "-n", operator_namespace, check=False)
-    helm(
-        cluster,
-        "install",
-        RELEASE,
-        str(baseline_tree / "charts" / "webserver-operator"),
-        "-n",
-        operator_namespace,
-        "--take-ownership",
-        "--set",
-        f"fullnameOverride={FULLNAME}",
-        *_image_values(baseline_image),
-    )
-    _rolled_out(cluster, operator_namespace)
+    _install_baseline(cluster, baseline_tree, baseline_image, operator_namespace)
     for name in PACED:
         cluster.apply(webserver(name, image=cluster.web_images[0], replicas=2), namespace=namespace)
     for name in PACED:
@@ -259,19 +260,7 @@ def test_paced_upgrade_from_the_previous_chart_serves_every_request(
     served = cluster.get_json("webserver", PACED[0], namespace=namespace)
     url = f"http://{address}:{served['status']['nodePort']}/"
     with Load(container_engine(), node["metadata"]["name"], url) as load:
-        helm(
-            cluster,
-            "upgrade",
-            RELEASE,
-            str(ROOT / "charts" / "webserver-operator"),
-            "-n",
-            operator_namespace,
-            "--set",
-            f"fullnameOverride={FULLNAME}",
-            "--set",
-            f"templateUpgrade.perMinute={PACE}",
-            *_image_values(cluster.operator_image),
-        )
+        _upgrade_to_head(cluster, operator_namespace, f"templateUpgrade.perMinute={PACE}")
         deadline = time.monotonic() + 600
         while not done:
             assert time.monotonic() < deadline, f"the pacer did not move all of {PACED} in 600 s"

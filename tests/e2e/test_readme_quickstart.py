@@ -53,8 +53,14 @@ def _load_sample_image(cluster: Cluster, tmp_path: Path) -> None:
         return
     engine = container_engine()
     subprocess.run([engine, "tag", cluster.web_images[0], SAMPLE_IMAGE], check=True, timeout=120)
+    load_into_kind(SAMPLE_IMAGE, tmp_path)
+
+
+def load_into_kind(image: str, tmp_path: Path) -> None:
+    """Save ``image`` from the container engine and load it into the kind cluster's nodes (``kind load``)."""
+    engine = container_engine()
     archive = tmp_path / "sample-image.tar"
-    save = [engine, "save", "-o", str(archive), SAMPLE_IMAGE]
+    save = [engine, "save", "-o", str(archive), image]
     if engine == "podman":
         save[2:2] = ["--format", "docker-archive"]
     subprocess.run(save, check=True, capture_output=True, timeout=300)

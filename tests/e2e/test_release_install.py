@@ -39,7 +39,7 @@ import pytest
 import yaml
 
 from harness.paths import HACK, ROOT
-from tests.e2e.test_readme_quickstart import _adopt_crd, _disown_crd, _kind_cluster_name
+from tests.e2e.test_readme_quickstart import _adopt_crd, _disown_crd, _kind_cluster_name, load_into_kind
 from tests.support.cluster import Cluster, container_engine, wait_until
 from tests.support.readme import first_screen_blocks
 from tests.support.webservers import condition
@@ -120,19 +120,7 @@ def _load_sample_stand_in(cluster: Cluster, tmp_path: Path) -> None:
         [engine, "build", "-t", image, "-f", str(context / "Containerfile"), str(context)],
         check=True, capture_output=True, timeout=600,
     )  # fmt: skip
-    archive = tmp_path / "sample-image.tar"
-    save = [engine, "save", "-o", str(archive), image]
-    if engine == "podman":
-        save[2:2] = ["--format", "docker-archive"]
-    subprocess.run(save, check=True, capture_output=True, timeout=300)
-    kind = subprocess.run(
-        [str(HACK / "tools.sh"), "ensure", "kind"], check=True, capture_output=True, text=True, timeout=1800
-    ).stdout.strip()
-    env = dict(os.environ, KIND_EXPERIMENTAL_PROVIDER="podman") if engine == "podman" else None
-    subprocess.run(
-        [kind, "load", "image-archive", "--name", _kind_cluster_name(), str(archive)],
-        check=True, capture_output=True, timeout=600, env=env,
-    )  # fmt: skip
+    load_into_kind(image, tmp_path)
 
 
 @pytest.fixture
