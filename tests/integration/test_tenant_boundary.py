@@ -204,7 +204,10 @@ def test_oversized_webservers_leave_the_operator_within_its_memory_limit_through
         log_path=tmp_path / "op.log",
     )
     try:
-        op.wait_started(timeout=120)
+        # Ready once the first list of 130 MB of WebServers is in: 10 a page, and on a loaded API server a continuation
+        # page can be refused for a while (1.34: 504 "Too large resource version", its watch cache behind the list's
+        # resourceVersion) until the cache catches up; the informer retries. Seen taking over 120 s at load 15.
+        op.wait_started(timeout=360)
         wait_until(
             lambda: op.metric("webserver_operator_managed_webservers") == PADDED_COUNT,
             timeout=60,
