@@ -26,6 +26,7 @@ import pytest
 
 from tests.e2e.conftest import FULLNAME, Release
 from tests.support.cluster import Cluster, container_engine, wait_until
+from tests.support.factories import webserver
 from tests.support.traffic import Load, Tally
 from tests.support.webservers import wait_ready
 
@@ -41,15 +42,7 @@ REPORT = (
 @pytest.fixture(scope="module")
 def namespace(cluster: Cluster, release: Release) -> Iterator[str]:
     with cluster.temporary_namespace("e2e-avail") as name:
-        cluster.apply(
-            {
-                "apiVersion": "web.webserver-operator.dev/v1",
-                "kind": "WebServer",
-                "metadata": {"name": NAME},
-                "spec": {"image": cluster.web_images[0], "replicas": 3, "port": 80},
-            },
-            namespace=name,
-        )
+        cluster.apply(webserver(NAME, image=cluster.web_images[0], replicas=3, port=80), namespace=name)
         wait_ready(cluster, name, NAME, timeout=240)
         yield name
     _write_report()
@@ -226,15 +219,7 @@ def test_a_drain_of_the_node_with_the_last_ready_replicas_waits_for_the_budget(
         for node in others:
             cluster.kubectl("cordon", node)
         try:
-            cluster.apply(
-                {
-                    "apiVersion": "web.webserver-operator.dev/v1",
-                    "kind": "WebServer",
-                    "metadata": {"name": name},
-                    "spec": {"image": cluster.web_images[0], "replicas": 2, "port": 80},
-                },
-                namespace=namespace,
-            )
+            cluster.apply(webserver(name, image=cluster.web_images[0], replicas=2, port=80), namespace=namespace)
             wait_ready(cluster, namespace, name, timeout=240)
         finally:
             for node in others:
