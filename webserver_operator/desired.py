@@ -29,9 +29,11 @@ Pod Security baseline by ``core.podsecurity``): users choose the image, and a na
 rejects the pods must show up in the WebServer's Ready condition, not be papered over by the operator. A web server
 needs no API credentials and no environment variables describing other Services, so neither is mounted.
 
-**The Service.** ``targetPort: "http"`` (the container port's name) keeps pointing at the right container port
-whatever ``spec.port`` is. ``nodePort`` is only set when the user asked for one; otherwise the API server allocates a
-free port, and the owned-field diff keeps that allocated port stable from then on.
+**The Service.** It selects the pod selector's labels, and from template revision 2 on also ``PRE_STOP_POD_LABEL``
+(only pods that keep serving through their preStop pause), as soon as ``reconcile.handover`` says no pod without it
+still takes traffic that only it serves. ``targetPort: "http"`` (the container port's name) keeps pointing at the
+right container port whatever ``spec.port`` is. ``nodePort`` is only set when the user asked for one; otherwise the
+API server allocates a free port, and the owned-field diff keeps that allocated port stable from then on.
 """
 
 from typing import Any, Final
@@ -44,6 +46,8 @@ __all__ = [
     "MAX_SURGE",
     "MIN_READY_SECONDS",
     "PORT_NAME",
+    "PRE_STOP_POD_LABEL",
+    "PRE_STOP_POD_LABEL_VALUE",
     "PRE_STOP_SLEEP_SECONDS",
     "TEMPLATE_REVISION",
     "TEMPLATE_REVISIONS",
@@ -59,6 +63,7 @@ __all__ = [
     "owner_reference",
     "selector_labels",
     "selector_string",
+    "selects_pre_stop_pods",
     "template_revision_of",
 ]
 
@@ -96,11 +101,18 @@ MAX_SURGE: Final = "25%"
 """New pods a rollout may add above ``spec.replicas``; with ``maxUnavailable: 0`` a rollout never takes a ready pod
 away before its replacement is ready. 25% rounds up, so it is one pod from 1 to 4 replicas, and at 100 replicas a
 rollout does not take a hundred steps. It needs room (quota, nodes) for that many extra pods."""
+PRE_STOP_POD_LABEL: Final = "webserver-operator.dev/pre-stop-pause"
+"""On the pod template from revision 2 on (value ``PRE_STOP_POD_LABEL_VALUE``): this pod has the preStop pause. Not in
+the Deployment's selector (immutable, and 0.1.0's pods lack it): only the Service selects it, so that pods started
+without the pause leave the Service's endpoints before a rollout stops them (``reconcile.handover``). Its value never
+changes, whatever later revisions add, because a Service selects by equality."""
+PRE_STOP_POD_LABEL_VALUE: Final = "true"
 MIN_READY_SECONDS: Final = 5
 """Seconds a new pod must stay ready before it counts as available and the rollout removes an old one: a server that
 passes its first probe and then crashes (a configuration read late) stops the rollout instead of replacing every
-serving pod; it also gives every kube-proxy time to add the new pod before the old one leaves. Costs 5 seconds per
-rollout step."""
+serving pod; it also gives every kube-proxy time to add the new pod before the old one leaves, and, on the move off
+revision 1, gives the operator time to take the revision-1 pods out of the Service before the first of them is
+stopped (``reconcile.handover``). Costs 5 seconds per rollout step."""
 
 
 def child_name(ws: WebServer) -> str:
@@ -233,8 +245,8 @@ def _add_availability(container: dict[str, Any], ws: WebServer) -> None:
 def desired_deployment(ws: WebServer, revision: int = TEMPLATE_REVISION) -> dict[str, Any]:
     """The full Deployment object for ``ws`` rendered at template ``revision`` (create body, owned-field reference).
 
-    Revision 1 is 0.1.0's rendering, byte for byte; revision 2 adds probes, the preStop pause, the grace period, the
-    rollout strategy and ``minReadySeconds``, and records itself in an annotation.
+    Revision 1 is 0.1.0's rendering, byte for byte; revision 2 adds probes, the preStop pause (and the pod label that
+    says so), the grace period, the rollout strategy and ``minReadySeconds``, and records itself in an annotation.
     """
     if revision not in TEMPLATE_REVISIONS:
         raise ValueError(f"unknown template revision {revision} (known: {', '.join(map(str, TEMPLATE_REVISIONS))})")
@@ -257,6 +269,7 @@ def desired_deployment(ws: WebServer, revision: int = TEMPLATE_REVISION) -> dict
     }
     if revision >= 2:
         metadata["annotations"] = {TEMPLATE_REVISION_ANNOTATION: str(revision)}
+        spec["template"]["metadata"]["labels"][PRE_STOP_POD_LABEL] = PRE_STOP_POD_LABEL_VALUE
         _add_availability(container, ws)
         pod_spec["terminationGracePeriodSeconds"] = TERMINATION_GRACE_SECONDS
         spec["strategy"] = {
@@ -319,15 +332,28 @@ def _service_port(ws: WebServer) -> dict[str, Any]:
     return port
 
 
-def desired_service(ws: WebServer) -> dict[str, Any]:
-    """The full Service object for ``ws`` (create body, and reference for the owned-field diff)."""
+def desired_service(ws: WebServer, *, pre_stop_pods_only: bool = True) -> dict[str, Any]:
+    """The full Service object for ``ws`` (create body, and reference for the owned-field diff).
+
+    ``pre_stop_pods_only``: select only pods labelled ``PRE_STOP_POD_LABEL`` (template revision 2 on); False while
+    pods started without the pause still serve (``reconcile.handover`` decides).
+    """
+    selector = selector_labels(ws.name)
+    if pre_stop_pods_only:
+        selector[PRE_STOP_POD_LABEL] = PRE_STOP_POD_LABEL_VALUE
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": _metadata(ws),
         "spec": {
             "type": "NodePort",
-            "selector": selector_labels(ws.name),
+            "selector": selector,
             "ports": [_service_port(ws)],
         },
     }
+
+
+def selects_pre_stop_pods(service: dict[str, Any]) -> bool:
+    """Whether a live Service's selector already picks only pods with the preStop pause (``PRE_STOP_POD_LABEL``)."""
+    selector = (service.get("spec") or {}).get("selector") or {}
+    return selector.get(PRE_STOP_POD_LABEL) == PRE_STOP_POD_LABEL_VALUE

@@ -46,13 +46,23 @@ from webserver_operator.core.vocabulary import (
     api_group,
     controller_of,
 )
-from webserver_operator.desired import child_name, desired_deployment, desired_pdb, desired_service, orphan_of
+from webserver_operator.desired import (
+    PRE_STOP_POD_LABEL,
+    child_name,
+    desired_deployment,
+    desired_pdb,
+    desired_service,
+    orphan_of,
+    selects_pre_stop_pods,
+    template_revision_of,
+)
 from webserver_operator.kube.client import FIELD_MANAGER
 from webserver_operator.kube.errors import ApiError, Conflict, NotFound, TransportError
 from webserver_operator.reconcile.adoption import deployment_refusals, service_refusals
 from webserver_operator.reconcile.cached import WEBSERVER_SKIM
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.fights import FightLog, last_writer
+from webserver_operator.reconcile.handover import pre_stop_pods_only
 from webserver_operator.reconcile.memory import Memory
 from webserver_operator.reconcile.owned import (
     merge_owned_budget,
@@ -171,9 +181,18 @@ class ChildSync:
         return Observation(deployment=deployment, service=service)
 
     async def sync(self, ws: WebServer, deployment: KubeObject) -> Observation:
-        """Bring every child to what ``ws`` wants, with ``deployment`` at the template revision chosen."""
+        """Bring every child to what ``ws`` wants, with ``deployment`` at the template revision chosen.
+
+        The Service selects only pods with the preStop pause once ``reconcile.handover`` says so, from the cached
+        Deployment and Service (a write of the Deployment in this same call is seen by the next reconcile).
+        """
         desired: dict[_Child, KubeObject | None] = {child: child.desired(ws) for child in self._children}
         desired[self._deployment] = deployment
+        name = (ws.namespace, child_name(ws))
+        only = pre_stop_pods_only(
+            template_revision_of(deployment), self._deployment.cache.get(name), self._service.cache.get(name)
+        )
+        desired[self._service] = desired_service(ws, pre_stop_pods_only=only)
         return await self._sync_children(ws, desired)
 
     async def _sync_children(self, ws: WebServer, desired: dict[_Child, KubeObject | None]) -> Observation:
@@ -205,7 +224,7 @@ class ChildSync:
             log.info(
                 "created %s",
                 " and ".join(kinds),
-                extra={"namespace": ws.namespace, "object_name": ws.name, "kinds": kinds},
+                extra={**_where(ws), "kinds": kinds},
             )
             names = " and ".join(f"{child.kind} {child_name(ws)}" for child in made)
             await self._recorder.emit(involved_, type_="Normal", reason="Created", message=f"Created {names}")
@@ -274,7 +293,7 @@ class ChildSync:
             )
         else:
             return
-        log.info("%s", message, extra={"namespace": ws.namespace, "object_name": ws.name})
+        log.info("%s", message, extra=_where(ws))
         await self._recorder.emit(
             involved(ws),
             type_="Normal",
@@ -478,6 +497,20 @@ class ChildSync:
             # The API server stored nothing new (it normalised our values to what it had): not a repair.
             log.debug("no-op write to %s %s/%s", child.kind, ws.namespace, ws.name)
             return updated
+        paths = difference.paths
+        if not adopting and _hands_over(live, difference):
+            # Not drift: the move off revision 1 (``reconcile.handover``), once per WebServer.
+            log.info("%s now selects only pods with the preStop pause", child.kind, extra=_where(ws))
+            await self._recorder.emit(
+                involved(ws),
+                type_="Normal",
+                reason="HandedOver",
+                message=(
+                    f"{child.kind} {child_name(ws)} now sends traffic only to pods with the preStop pause "
+                    f"({PRE_STOP_POD_LABEL}); the pods started without it leave it before the rollout stops them"
+                ),
+            )
+            return updated
         what, reason = (
             ("adopted orphaned", "Adopted")
             if adopting
@@ -485,7 +518,6 @@ class ChildSync:
             if spec_changed
             else ("repaired drift in", "Repaired")
         )
-        paths = difference.paths
         if reason != "Updated":
             self._repairs[child.kind].inc()
         if reason == "Repaired":
@@ -495,7 +527,7 @@ class ChildSync:
             what,
             child.kind,
             ", ".join(paths),
-            extra={"namespace": ws.namespace, "object_name": ws.name, "kind": child.kind, "fields": paths},
+            extra={**_where(ws), "kind": child.kind, "fields": paths},
         )
         await self._recorder.emit(
             involved(ws),
@@ -586,6 +618,19 @@ class _Synced:
 def involved(ws: WebServer) -> KubeObject:
     """The WebServer as an Event's involved object (its raw metadata carries uid and resourceVersion)."""
     return {"apiVersion": ws.api_version, "kind": ws.kind, "metadata": ws.metadata}
+
+
+def _hands_over(live: KubeObject, difference: Difference) -> bool:
+    """Whether the patch makes a Service that selected every pod select only those with the preStop pause."""
+    patch = difference.patch or {}
+    selector = (patch.get("spec") or {}).get("selector") or {}
+    wanted = selects_pre_stop_pods({"spec": {"selector": selector}})
+    return wanted and not selects_pre_stop_pods(live)
+
+
+def _where(ws: WebServer) -> dict[str, str]:
+    """The log fields that name the WebServer."""
+    return {"namespace": ws.namespace, "object_name": ws.name}
 
 
 def _resource_version(obj: KubeObject) -> str:

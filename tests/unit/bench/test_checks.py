@@ -101,6 +101,16 @@ def test_equivalent_children_have_no_problems() -> None:
     assert checks.equivalence_problems(ws(), deployment(), service()) == []
 
 
+def test_a_service_may_also_select_a_label_every_pod_of_the_template_carries() -> None:
+    dep, svc = deployment(), service()
+    svc["spec"]["selector"] = {**svc["spec"]["selector"], "webserver-operator.dev/pre-stop-pause": "true"}
+    assert checks.equivalence_problems(ws(), dep, svc) != [], "the pods do not carry it: the Service selects none"
+    dep["spec"]["template"]["metadata"] = {"labels": {"webserver-operator.dev/pre-stop-pause": "true"}}
+    assert checks.equivalence_problems(ws(), dep, svc) == []
+    svc["spec"]["selector"] = {"webserver-operator.dev/pre-stop-pause": "true"}
+    assert checks.equivalence_problems(ws(), dep, svc) != [], "without the pod selector it selects other pods too"
+
+
 def test_equivalence_names_what_differs() -> None:
     foreign = deployment()
     foreign["metadata"]["ownerReferences"] = [{"uid": "someone-else", "controller": True, "blockOwnerDeletion": True}]

@@ -17,6 +17,7 @@ from webserver_operator.desired import (
     owner_reference,
     selector_labels,
     selector_string,
+    selects_pre_stop_pods,
     template_revision_of,
 )
 
@@ -38,6 +39,7 @@ LABELS = {
     "app.kubernetes.io/component": "web-server",
 }
 SELECTOR = {"app.kubernetes.io/name": "webserver", "app.kubernetes.io/instance": "web"}
+PRE_STOP = {"webserver-operator.dev/pre-stop-pause": "true"}
 
 
 def test_labels_and_selector() -> None:
@@ -51,7 +53,17 @@ def test_selector_does_not_depend_on_the_spec() -> None:
     a = desired_deployment(make_ws(image="nginx:1.27", replicas=1, port=80))
     b = desired_deployment(make_ws(image="httpd:2.4", replicas=7, port=8080, nodePort=30080))
     assert a["spec"]["selector"] == b["spec"]["selector"] == {"matchLabels": SELECTOR}
-    assert desired_service(make_ws(image="httpd:2.4"))["spec"]["selector"] == SELECTOR
+    assert desired_service(make_ws(image="httpd:2.4"))["spec"]["selector"] == {**SELECTOR, **PRE_STOP}
+    assert desired_service(make_ws(image="httpd:2.4"), pre_stop_pods_only=False)["spec"]["selector"] == SELECTOR
+
+
+def test_revision_2_pods_carry_the_pre_stop_label_the_service_can_select_and_the_deployment_does_not() -> None:
+    deployment = desired_deployment(make_ws())
+    assert deployment["spec"]["template"]["metadata"]["labels"] == {**LABELS, **PRE_STOP}
+    assert deployment["spec"]["selector"] == {"matchLabels": SELECTOR}
+    assert deployment["metadata"]["labels"] == LABELS
+    assert selects_pre_stop_pods(desired_service(make_ws()))
+    assert not selects_pre_stop_pods(desired_service(make_ws(), pre_stop_pods_only=False))
 
 
 def test_owner_reference() -> None:
@@ -204,7 +216,7 @@ def test_no_security_context_is_set() -> None:
 
 
 def test_desired_service_allocated_node_port() -> None:
-    assert desired_service(make_ws(port=8080)) == {
+    assert desired_service(make_ws(port=8080), pre_stop_pods_only=False) == {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": "web", "namespace": "team-a", "labels": LABELS, "ownerReferences": [OWNER]},

@@ -1421,6 +1421,52 @@ async def test_the_owners_annotation_moves_the_webserver_to_the_newest_revision(
     assert revision(api) == "2"
 
 
+def service_selects_pre_stop_pods(api: FakeApi) -> bool:
+    service = api.get(SVC_PATH)
+    assert service is not None
+    return service["spec"]["selector"].get("webserver-operator.dev/pre-stop-pause") == "true"
+
+
+async def test_the_move_off_revision_1_takes_the_old_pods_out_of_the_service_once_a_new_pod_is_ready() -> None:
+    """docs/upgrades.md: pods of 0.1.0 have no preStop pause, so they leave the Service before the rollout ends them."""
+    api = with_world(replicas=2)
+    left_at_revision_1(api)
+    rec = reconciler(api)
+    await rec.reconcile(KEY)
+    assert not service_selects_pre_stop_pods(api), "revision 1's pods have no label: the Service must select them"
+    ws = api.get(WS_PATH)
+    assert ws is not None
+    ws["metadata"]["annotations"] = {"webserver-operator.dev/template-upgrade": "true"}
+    api.put(WEBSERVERS.path(namespace=NS), ws)
+    await rec.reconcile(KEY)
+    deployment = api.get(DEP_PATH)
+    assert deployment is not None
+    assert deployment["spec"]["template"]["metadata"]["labels"]["webserver-operator.dev/pre-stop-pause"] == "true"
+    generation = deployment["metadata"]["generation"]
+    repairs = metrics.DRIFT_REPAIRS.labels(kind="Service")._value.get()
+
+    surging = {"observedGeneration": generation, "replicas": 3, "updatedReplicas": 1, "readyReplicas": 2}
+    deployment_reports(api, surging)  # the first new pod starts; both old pods still serve alone
+    await rec.reconcile(KEY)
+    assert not service_selects_pre_stop_pods(api)
+    deployment_reports(api, {**surging, "readyReplicas": 3})  # the new pod is ready: it can take the traffic
+    await rec.reconcile(KEY)
+    assert service_selects_pre_stop_pods(api)
+    assert [m for m in messages(api) if m[1] == "HandedOver"] == [
+        (
+            "Normal",
+            "HandedOver",
+            f"Service {NAME} now sends traffic only to pods with the preStop pause "
+            "(webserver-operator.dev/pre-stop-pause); the pods started without it leave it before the rollout stops "
+            "them",
+        )
+    ]
+    assert metrics.DRIFT_REPAIRS.labels(kind="Service")._value.get() == repairs, "the move is not a drift repair"
+    deployment_reports(api, surging)  # a new pod failing its probe later changes nothing: the old pods are leaving
+    await rec.reconcile(KEY)
+    assert service_selects_pre_stop_pods(api)
+
+
 async def test_pods_that_never_pass_their_probe_make_the_webserver_say_probe_failing_with_the_kubelets_answer() -> None:
     api = with_world(replicas=1)
     rec, clock = reconciler(api), _Clock()
