@@ -216,6 +216,17 @@ def _rolling(deployment: dict[str, Any]) -> bool:
     return not observed or counts != [want, want, want]
 
 
+def _rollout_state(deployment: dict[str, Any]) -> str:
+    """One Deployment's revision, generations, replica counts and conditions, for a failure message."""
+    status = deployment.get("status") or {}
+    counts = {key: status.get(key) for key in ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas")}
+    conditions = [f"{c['type']}={c['status']} {c.get('reason', '')}" for c in status.get("conditions") or []]
+    return (
+        f"{deployment['metadata']['name']} revision {_revision(deployment)} generation "
+        f"{deployment['metadata']['generation']} observed {status.get('observedGeneration')} {counts} {conditions}"
+    )
+
+
 def _revision(deployment: dict[str, Any]) -> int:
     annotations = deployment["metadata"].get("annotations") or {}
     return int(annotations.get(TEMPLATE_REVISION_ANNOTATION, "1"))
@@ -262,9 +273,17 @@ def test_paced_upgrade_from_the_previous_chart_serves_every_request(
         _upgrade_to_head(cluster, operator_namespace, f"templateUpgrade.perMinute={PACE}")
         deadline = time.monotonic() + 600
         while not done:
-            assert time.monotonic() < deadline, f"the pacer did not move all of {PACED} in 600 s"
             items = cluster.get_json("deployments", namespace=namespace)["items"]
             ours = [d for d in items if d["metadata"]["name"] in PACED]
+            if time.monotonic() > deadline:
+                logs = cluster.kubectl(
+                    "logs", f"deployment/{FULLNAME}", "-n", operator_namespace, "--tail=60", check=False
+                )
+                pytest.fail(
+                    f"the pacer did not move all of {PACED} in 600 s; the Deployments: "
+                    + "; ".join(_rollout_state(d) for d in ours)
+                    + f"\nthe operator's last log lines:\n{logs.stdout}{logs.stderr}"
+                )
             rolling = [d["metadata"]["name"] for d in ours if _rolling(d)]
             most = max(most, len(rolling))
             samples += 1

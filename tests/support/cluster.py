@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 import yaml
 
 from harness.paths import HACK, tools_bin
+from webserver_operator import __version__
 
 T = TypeVar("T")
 
@@ -40,8 +41,9 @@ class ClusterUnavailableError(RuntimeError):
     """The requested test cluster cannot be provided; the message says why and what to do."""
 
 
-DEFAULT_OPERATOR_IMAGE = "localhost/webserver-operator:dev"
-"""The Makefile's default IMG: what hack/kind.sh builds and loads into kind unless IMG names another image."""
+DEFAULT_OPERATOR_IMAGE = f"localhost/webserver-operator:{__version__}"
+"""The Makefile's default IMG: what hack/kind.sh builds and loads into kind unless IMG names another image (so a
+suite run by pytest directly on a cluster `make e2e-kind` kept uses the image it loaded)."""
 DEFAULT_WEB_IMAGES = ("nginx:1.27", "nginx:1.28")
 """The web server images WebServers run (the sample's, then the one an image change moves to) where no container
 runs them (local control plane); kind clusters get theirs from hack/kind.sh web-images."""

@@ -14,6 +14,7 @@ import tomllib
 import yaml
 
 from harness.paths import ROOT
+from tests.support.cluster import DEFAULT_OPERATOR_IMAGE
 from tests.support.readme import quickstart_blocks
 from webserver_operator import __version__
 
@@ -67,7 +68,7 @@ def test_one_local_default_image_everywhere() -> None:
     kustomization = yaml.safe_load((ROOT / "config" / "manager" / "kustomization.yaml").read_text())
     (image,) = kustomization["images"]
     chart_default = f"{values['image']['registry']}/{values['image']['repository']}:{chart['appVersion']}"
-    assert _makefile_img() == chart_default == f"{image['newName']}:{image['newTag']}"
+    assert _makefile_img() == chart_default == f"{image['newName']}:{image['newTag']}" == DEFAULT_OPERATOR_IMAGE
     assert chart["appVersion"] == __version__
     # A local name: `localhost` is no registry anybody can pull from (a release pins its registry and digest in the
     # chart it publishes, not in this one: docs/releasing.md).
