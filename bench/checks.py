@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.tracker import Check, State
+from harness.selects import selects_the_pods
 
 Body = dict[str, Any]
 
@@ -118,20 +119,6 @@ def field_is(kind: str, path: tuple[str, ...], value: Any) -> Check:
     return check
 
 
-def _selects_the_pods(service_selector: dict[str, str], selector: dict[str, str], dep: Body | None) -> bool:
-    """Whether a Service selects the WebServer's pods: the pod selector, plus only labels its pod template carries.
-
-    webserver-operator's Service also selects the preStop-pause label of its newer pods (``reconcile.handover``); an
-    operator without it selects the pod selector alone. Both reach the same pods.
-    """
-    if not service_selector.items() >= selector.items():
-        return False
-    template = ((dep or {}).get("spec") or {}).get("template") or {}
-    labels = (template.get("metadata") or {}).get("labels") or {}
-    extra = service_selector.items() - selector.items()
-    return all(labels.get(key) == value for key, value in extra)
-
-
 def equivalence_problems(ws: Body, dep: Body | None, svc: Body | None) -> list[str]:
     """What differs from the children and status webserver-operator gives a WebServer (empty when equivalent)."""
     name = ws["metadata"]["name"]
@@ -168,7 +155,7 @@ def equivalence_problems(ws: Body, dep: Body | None, svc: Body | None) -> list[s
         ports = [(p.get("name"), p.get("port"), p.get("targetPort")) for p in spec.get("ports") or []]
         if (
             spec.get("type") != "NodePort"
-            or not _selects_the_pods(spec.get("selector") or {}, selector, dep)
+            or not selects_the_pods(spec.get("selector") or {}, selector, dep)
             or ports != [("http", ws["spec"].get("port", 80), "http")]
         ):
             problems.append(f"Service spec {spec}")

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.kubeapi import APPS, CORE, WEBSERVERS, ApiError, KubeApi, deployment_path, ws_path
+from harness.selects import selects_the_pods
 
 Key = tuple[str, str]
 MANAGED_BY = "app.kubernetes.io/managed-by"
@@ -101,7 +102,8 @@ def mismatch(ws: dict[str, Any], deploy: dict[str, Any] | None, svc: dict[str, A
         return f"Service ports {[p.get('port') for p in ports]} != spec.port {port}"
     if spec.get("nodePort") is not None and ports[0].get("nodePort") != spec["nodePort"]:
         return f"Service nodePort {ports[0].get('nodePort')} != spec.nodePort {spec['nodePort']}"
-    if svc["spec"].get("selector") != {"app.kubernetes.io/name": "webserver", "app.kubernetes.io/instance": name}:
+    pods = {"app.kubernetes.io/name": "webserver", "app.kubernetes.io/instance": name}
+    if not selects_the_pods(svc["spec"].get("selector") or {}, pods, deploy):
         return f"Service selector {svc['spec'].get('selector')}"
     cond = ready(ws)
     if cond is None or cond.get("status") != "True":

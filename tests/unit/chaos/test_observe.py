@@ -90,3 +90,15 @@ def test_a_webserver_that_is_not_ready_is_reported_with_what_its_deployment_says
         "Ready=False (RollingOut: 1 old pod); the Deployment says generation 5, observedGeneration 5, spec.replicas 2, "
         "replicas 2, updatedReplicas 0, readyReplicas 2, availableReplicas 0, resourceVersion None"
     )
+
+
+def test_a_service_that_also_selects_the_pre_stop_label_its_pods_carry_is_converged() -> None:
+    """webserver-operator's Service selects the preStop-pause label of its pods too (reconcile.handover)."""
+    label = {"webserver-operator.dev/pre-stop-pause": "true"}
+    selector = {"app.kubernetes.io/name": "webserver", "app.kubernetes.io/instance": "web", **label}
+    service: dict[str, Any] = {**SERVICE, "spec": {"ports": [{"port": 80, "nodePort": 30080}], "selector": selector}}
+    unlabelled = deployment()
+    assert mismatch(webserver(), unlabelled, service) == f"Service selector {selector}"
+    labelled = deployment()
+    labelled["spec"]["template"]["metadata"] = {"labels": label}
+    assert mismatch(webserver(), labelled, service) is None
