@@ -40,6 +40,7 @@ from webserver_operator.runtime.controller.builder import ControllerBuilder
 from webserver_operator.runtime.controller.enqueue import EventFilter, keys_on_delete
 from webserver_operator.runtime.controller.loop import Controller
 from webserver_operator.runtime.informers.cache import SharedCache
+from webserver_operator.runtime.informers.informer import CacheShape
 
 __all__ = [
     "WEBSERVER_PAGE_SIZE",
@@ -56,6 +57,9 @@ _CONTROLLER_NAME = "webserver"
 #: 16 MB (docs/security.md, "Oversized tenant objects"); 10,000 small WebServers list in 1,000 requests instead of 20.
 #: Children keep the informer's 500: tenants cannot write them.
 WEBSERVER_PAGE_SIZE = 10
+#: What the cache keeps of WebServers and how it reads them (``reconcile.cached``), and of children.
+_WEBSERVER_SHAPE = CacheShape(transform=webserver_as_cached, skim=WEBSERVER_SKIM, page_size=WEBSERVER_PAGE_SIZE)
+_CHILD_SHAPE = CacheShape(transform=child_as_cached)
 _CONDITION_STATUSES = ("True", "False", "Unknown")
 
 
@@ -168,9 +172,7 @@ def setup_webserver_controller(cache: SharedCache, *, api: ApiRequests, settings
         .for_(
             WEBSERVERS,
             when=webserver_event_matters(reconciler.own_writes),
-            transform=webserver_as_cached,
-            skim=WEBSERVER_SKIM,
-            page_size=WEBSERVER_PAGE_SIZE,
+            shape=_WEBSERVER_SHAPE,
         )
         .owns(
             DEPLOYMENTS,
@@ -179,14 +181,14 @@ def setup_webserver_controller(cache: SharedCache, *, api: ApiRequests, settings
             when=child_event_matters(reconciler.own_writes, DEPLOYMENTS.kind),
             urgent=availability_changed,
             defer=progress_wait,
-            transform=child_as_cached,
+            shape=_CHILD_SHAPE,
         )
         .owns(
             SERVICES,
             label_selector=CHILD_LABEL_SELECTOR,
             orphans=orphan_of,
             when=child_event_matters(reconciler.own_writes, SERVICES.kind),
-            transform=child_as_cached,
+            shape=_CHILD_SHAPE,
         )
         .owns(
             PODDISRUPTIONBUDGETS,
