@@ -117,14 +117,11 @@ async def test_a_shard_handed_over_leaves_no_per_key_state_behind() -> None:
     )
     old = desired_deployment(WebServer.model_validate(stored), revision=1)  # a template revision behind
     old["spec"]["replicas"] = 5  # drifted: someone scaled the Deployment
-    old["status"] = {
-        "observedGeneration": 9,
-        "replicas": 2,
-        "updatedReplicas": 2,
-        "readyReplicas": 0,
-        "availableReplicas": 0,
-        "conditions": [{"type": "Progressing", "status": "True", "lastUpdateTime": "2026-01-01T00:00:00Z"}],
-    }
+    progressed_long_ago = {"type": "Progressing", "status": "True", "lastUpdateTime": "2026-01-01T00:00:00Z"}
+    unready = factories.deployment(
+        observed=9, replicas=2, updated=2, available=0, ready=0, conditions=[progressed_long_ago], omit_zero=False
+    )
+    old["status"] = unready["status"]  # its pods never got ready: the probe Events are read
     api.put(DEPLOYMENTS.path(namespace=namespace), old)
     api.put(
         PODDISRUPTIONBUDGETS.path(namespace=namespace),
