@@ -30,7 +30,7 @@ from webserver_operator.core.settings import ClientSettings
 from webserver_operator.core.vocabulary import KubeObject
 from webserver_operator.kube.client import KubeClient
 from webserver_operator.kube.config import load_configuration
-from webserver_operator.runtime.informers.informer import Informer
+from webserver_operator.runtime.informers.informer import CacheShape, Informer
 from webserver_operator.runtime.sharding.filter import FallbackNotice, ShardFilter
 from webserver_operator.runtime.sharding.ranges import shard_index, shard_ranges
 
@@ -155,7 +155,7 @@ async def test_an_informer_per_shard_holds_exactly_its_shards_objects(
                     scope=ShardFilter.factory(shard, notice=FallbackNotice()),
                     name=name,
                     on_event=record,
-                    page_size=2,  # several pages per list: each must carry the selector
+                    shape=CacheShape(page_size=2),  # several pages per list: each must carry the selector
                 )
             )
     tasks = [asyncio.create_task(informer.run()) for informer in informers]

@@ -27,8 +27,9 @@ other metadata the cache drops. Trimming after a whole decode bounded what is ke
 1.6 MB WebServers still built about 58 MiB of Python objects, which on a busy machine took the operator past its
 limit at a relist.
 
-The transforms are pure; handed by ``reconcile.setup`` to ``runtime.controller.builder`` (``for_``/``owns``
-``transform=``, ``for_`` ``skim=``), which gives them to the informers: they run on each listed or watched object
+The transforms are pure; handed by ``reconcile.setup`` to ``runtime.controller.builder`` in a cache shape
+(``for_``/``owns`` ``shape=``, ``runtime.informers.informer.CacheShape``, with ``WEBSERVER_SKIM`` and the WebServers'
+page size), which gives them to the informers: they run on each listed or watched object
 before the store and the event handlers see it.
 """
 

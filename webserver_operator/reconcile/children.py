@@ -18,9 +18,10 @@ the first ``Problem`` met. Syncing one child:
 - the PodDisruptionBudget below two replicas: ours deleted (uid and resourceVersion preconditions), a foreign one kept.
 
 Every write's answer is recorded in ``own_writes``, so that its echo from the watch queues no second reconcile
-(``reconcile.triggers``). Per-WebServer memories (namesakes, the versions found clean, an owner found behind) live in
-the reconciler's ``reconcile.memory.Memory``; the fight and re-create histories are kept here and forgotten through
-``forget``. Writes go through the no-retry client view, so failures go back to the work queue's per-key backoff.
+(``reconcile.triggers``). Per-WebServer memories (namesakes, the versions found clean, an owner found behind, the drift
+repairs of ``reconcile.fights``) live in the reconciler's ``reconcile.memory.Memory``; the re-create window keeps its
+own order and is attached to it, so ``Memory.forget`` drops a WebServer's entries there too. Writes go through the
+no-retry client view, so failures go back to the work queue's per-key backoff.
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ from webserver_operator.core.vocabulary import (
     MERGE_PATCH,
     ApiRequests,
     KubeObject,
-    ObjectKey,
     ObjectReader,
     api_group,
     controller_of,
@@ -120,9 +120,11 @@ class ChildSync:
         clock: Callable[[], datetime],
     ) -> None:
         self._api = api
-        #: The per-child histories, kept here: only the child sync reads them (``forget`` drops a WebServer's).
-        self._fights = FightLog(lambda: clock().timestamp())
+        #: The per-child histories: the repairs in the WebServer's memory record, the recent creates in a window of
+        #: their own attached to the memory (``Memory.forget`` drops a WebServer's from both).
+        self._fights = FightLog(lambda: clock().timestamp(), memory)
         self._creates = RecentCreates(lambda: clock().timestamp())
+        memory.attach(self._creates)
         self._recorder = recorder
         self._memory = memory
         self.own_writes = own_writes
@@ -139,20 +141,6 @@ class ChildSync:
         self._children = tuple(c for c in (self._deployment, self._service, self._budget) if c is not None)
         # Each kind's repair counter exists at 0 from the start: a series born at 1 hides the first repair from rate().
         self._repairs = {child.kind: metrics.DRIFT_REPAIRS.labels(kind=child.kind) for child in self._children}
-
-    @property
-    def kinds(self) -> tuple[str, ...]:
-        """The kinds of child synced (named like the WebServer, ``desired.child_name``)."""
-        return tuple(child.kind for child in self._children)
-
-    def forget(self, key: ObjectKey) -> None:
-        """Drop the fight and re-create histories of ``key``'s children."""
-        self._fights.forget(*key)
-        self._creates.forget(*key)
-
-    def keys(self) -> set[ObjectKey]:
-        """The WebServers with a fight or re-create history remembered here."""
-        return self._fights.keys() | self._creates.keys()
 
     def cached_deployment(self, ws: WebServer) -> KubeObject | None:
         """``ws``'s Deployment as the cache holds it (None: not there)."""

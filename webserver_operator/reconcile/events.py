@@ -22,7 +22,10 @@ Like client-go's event correlator, two more limits keep Events from costing the 
   ``1 / _SPAM_QPS`` seconds (client-go's ``EventSourceObjectSpamFilter`` defaults); the rest are dropped.
 Every dropped Event (spam filter or full queue) counts in ``webserver_operator_events_dropped_total{reason}``.
 
-Used by ``reconcile.reconciler``; ``reconcile.setup`` makes it forget a WebServer once deleted. Its client is the
+What it remembers of a WebServer (the once_keys, the spam bucket, the written Events) is held by the involved object's
+uid and found by its (namespace, name): ``forget`` drops it when the WebServer is deleted or its shard handed over
+(``reconcile.setup``; the reconciler's ``reconcile.memory.Memory`` has it attached), and a WebServer created again under
+the same name starts afresh. Used by ``reconcile.reconciler`` and ``reconcile.children``. Its client is the
 no-retry view: an Event is created with ``generateName``, so a create retried after a lost answer would duplicate it.
 """
 
@@ -40,7 +43,7 @@ from typing import Any, Literal
 
 from webserver_operator import metrics
 from webserver_operator.core.resources import EVENTS
-from webserver_operator.core.vocabulary import MERGE_PATCH, ApiRequests
+from webserver_operator.core.vocabulary import MERGE_PATCH, ApiRequests, ObjectKey
 from webserver_operator.kube.errors import KubeError, NotFound
 from webserver_operator.kube.ratelimit import TokenBucket
 
@@ -92,6 +95,8 @@ class EventRecorder:
         self._api = api
         self._instance = instance or os.environ.get("POD_NAME") or socket.gethostname()
         self._seen: dict[str, list[str]] = {}
+        #: The uid of each involved object by (namespace, name): how ``forget`` finds what is held by uid.
+        self._uids: dict[ObjectKey, str] = {}
         self._max_queued = max_queued
         self._queue: collections.deque[_SeriesKey] = collections.deque()
         self._series: collections.OrderedDict[_SeriesKey, _Series] = collections.OrderedDict()
@@ -104,8 +109,20 @@ class EventRecorder:
         while self._senders:
             await asyncio.gather(*self._senders, return_exceptions=True)
 
-    def forget(self, uid: str) -> None:
-        """Drop the memory of an object (it was deleted)."""
+    def forget(self, key: ObjectKey, /) -> None:
+        """Drop the memory of the object ``key`` (namespace, name): deleted, or its shard handed to another replica.
+
+        Events still queued or being written are sent (and then forgotten by age, with the other written Events).
+        """
+        uid = self._uids.pop(key, None)
+        if uid is not None:
+            self._forget_uid(uid)
+
+    def keys(self) -> set[ObjectKey]:
+        """The objects (namespace, name) something is remembered of."""
+        return set(self._uids)
+
+    def _forget_uid(self, uid: str) -> None:
         self._seen.pop(uid, None)
         self._buckets.pop(uid, None)
         for key in [key for key, series in self._series.items() if key[0] == uid and not series.queued]:
@@ -122,6 +139,10 @@ class EventRecorder:
     ) -> None:
         meta = obj.get("metadata") or {}
         uid = str(meta.get("uid", ""))
+        involved = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        if self._uids.setdefault(involved, uid) != uid:  # deleted and created again: the new object starts afresh
+            self._forget_uid(self._uids[involved])
+            self._uids[involved] = uid
         if once_key is not None:
             seen = self._seen.setdefault(uid, [])
             if once_key in seen:

@@ -8,8 +8,8 @@ The WebServer then says so in its Ready condition and a Warning, naming the fiel
 child's ``managedFields`` (the informer cache drops them, so the reconciler reads the child once before the repair
 that crosses the line: a fight costs one GET, a quiet cluster nothing).
 
-Pure: ``FightLog`` keeps the repair times per child, ``last_writer`` reads managedFields. Used by
-``reconcile.reconciler``; hands on the ``Fight`` to report.
+Pure: ``FightLog`` keeps the repair times per child in its WebServer's ``reconcile.memory`` record (forgotten with
+it), ``last_writer`` reads managedFields. Used by ``reconcile.children``; hands on the ``Fight`` to report.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
+
+from webserver_operator.reconcile.memory import Memory, RepairHistory
 
 __all__ = ["FIGHT_REPAIRS", "FIGHT_WINDOW", "Fight", "FightLog", "last_writer"]
 
@@ -53,19 +55,16 @@ class Fight:
         )
 
 
-@dataclass
-class _History:
-    times: deque[float]
-    fields: tuple[str, ...] = ()
-    writer: str | None = None
-
-
 class FightLog:
-    """Drift repairs per child over the last ``FIGHT_WINDOW`` seconds of ``clock``."""
+    """Drift repairs per child over the last ``FIGHT_WINDOW`` seconds of ``clock``.
 
-    def __init__(self, clock: Callable[[], float]) -> None:
+    Kept in the WebServer's record of ``memory`` (the reconciler's, so forgetting a WebServer forgets its children's
+    repairs; a private one when not given). A child is (namespace, WebServer name, kind).
+    """
+
+    def __init__(self, clock: Callable[[], float], memory: Memory | None = None) -> None:
         self._clock = clock
-        self._children: dict[tuple[str, str, str], _History] = {}
+        self._memory = memory if memory is not None else Memory()
 
     def next_repair_is_a_fight(self, child: tuple[str, str, str]) -> bool:
         """Whether one more repair of ``child`` (namespace, name, kind) would make a fight."""
@@ -73,7 +72,10 @@ class FightLog:
 
     def repaired(self, child: tuple[str, str, str], fields: Sequence[str], writer: str | None) -> None:
         """Record a drift repair of ``fields``; ``writer`` (when read) is who last wrote them."""
-        history = self._children.setdefault(child, _History(deque()))
+        record = self._memory.of(child[:2])
+        repairs = record.repairs if record.repairs is not None else {}
+        record.repairs = repairs
+        history = repairs.setdefault(child[2], RepairHistory(deque()))
         history.times.append(self._clock())
         history.fields = tuple(fields)
         history.writer = writer or history.writer
@@ -82,29 +84,29 @@ class FightLog:
     def ongoing(self, child: tuple[str, str, str]) -> Fight | None:
         """The fight over ``child`` while its repairs within the window reach ``FIGHT_REPAIRS``."""
         repairs = self._recent(child)
-        if repairs < FIGHT_REPAIRS:
+        history = self._history(child)
+        if repairs < FIGHT_REPAIRS or history is None:
             return None
-        history = self._children[child]
         return Fight(kind=child[2], name=child[1], repairs=repairs, fields=history.fields, writer=history.writer)
 
-    def forget(self, namespace: str, name: str) -> None:
-        """Drop the history of a deleted WebServer's children."""
-        for child in [c for c in self._children if c[:2] == (namespace, name)]:
-            del self._children[child]
-
-    def keys(self) -> set[tuple[str, str]]:
-        """The WebServers (namespace, name) with a child's history remembered."""
-        return {child[:2] for child in self._children}
+    def _history(self, child: tuple[str, str, str]) -> RepairHistory | None:
+        record = self._memory.get(child[:2])
+        repairs = record.repairs if record is not None else None
+        return repairs.get(child[2]) if repairs is not None else None
 
     def _recent(self, child: tuple[str, str, str]) -> int:
-        history = self._children.get(child)
+        history = self._history(child)
         if history is None:
             return 0
         horizon = self._clock() - FIGHT_WINDOW
         while history.times and history.times[0] < horizon:
             history.times.popleft()
         if not history.times:
-            del self._children[child]
+            record = self._memory.get(child[:2])
+            if record is not None and record.repairs is not None:
+                record.repairs.pop(child[2], None)
+                if not record.repairs:
+                    record.repairs = None
             return 0
         return len(history.times)
 

@@ -6,22 +6,28 @@ a memory added later is a field here, forgotten with the rest without anyone hav
 what it saves: a memory only ever spares work or a write; losing it (a restart) costs one more read or write, never
 a wrong answer.
 
+A store that must keep its own mapping (an aggregate or an order of its own: the re-create window, the revision
+gauge's counts, the pacer's rolling set, the echo filter the event handlers read by object, the Event recorder's
+de-duplication by uid, the Ready gauge's series) is attached (``Memory.attach``): ``Memory.forget`` tells it too and
+``Memory.keys`` lists its keys, so one ``forget(key)`` reaches every per-WebServer memory and ``keys`` is its check.
+
 Pure data, no I/O. Used by ``reconcile.reconciler`` (the status side: what was written, when, and found current),
-``reconcile.children`` (the child side: namesakes, clean versions, an owner found behind) and ``reconcile.probes``
-(when pods became unready, the last look at their probe Events); the keyed helpers with logic and aggregates of
-their own (``reconcile.fights``, ``.recreates``, ``.revisions``' gauge and pacer, ``.triggers``' echo filter read
-by the event handlers) are forgotten beside it by ``WebServerReconciler.forget``.
+``reconcile.children`` (the child side: namesakes, clean versions, an owner found behind), ``reconcile.fights`` (the
+drift repairs per child) and ``reconcile.probes`` (when pods became unready, the last look at their probe Events).
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from webserver_operator.core.vocabulary import KubeObject, ObjectKey
 
-__all__ = ["ChildrenVersions", "KeyMemory", "Memory", "StatusInputs"]
+__all__ = ["ChildrenVersions", "KeyMemory", "KeyedStore", "Memory", "RepairHistory", "StatusInputs"]
 
 #: What a children check read: the WebServer's uid and generation, the Deployment's and Service's resourceVersions and
 #: the PodDisruptionBudget's (None: absent).
@@ -30,6 +36,23 @@ ChildrenVersions = tuple[str, int, str, str, str | None]
 #: What a status decision reads: the WebServer's resourceVersion, its children's (None: absent), the problem's verdict
 #: and the pods' last probe failure.
 StatusInputs = tuple[str, str | None, str | None, tuple[str, str, bool] | None, str | None]
+
+
+@dataclass(slots=True)
+class RepairHistory:
+    """One child's drift repairs within the fight window (``reconcile.fights``): when, which fields, by whose write."""
+
+    times: deque[float]
+    fields: tuple[str, ...] = ()
+    writer: str | None = None
+
+
+class KeyedStore(Protocol):
+    """A per-WebServer store with a mapping of its own, attached to the ``Memory`` so that forgetting reaches it."""
+
+    def forget(self, key: ObjectKey, /) -> None: ...
+
+    def keys(self) -> AbstractSet[ObjectKey]: ...
 
 
 @dataclass(slots=True)
@@ -66,13 +89,24 @@ class KeyMemory:
     #: When the probe Events were last read, and the failure found then (None: none): read again after
     #: ``LOOK_INTERVAL`` only.
     probe_look: tuple[datetime, str | None] | None = None
+    #: The drift repairs of each child kind within ``FIGHT_WINDOW`` (None: none): enough of them make a fight
+    #: (``reconcile.fights``).
+    repairs: dict[str, RepairHistory] | None = None
 
 
 class Memory:
-    """The records by WebServer key: ``get`` reads without keeping, ``of`` keeps, ``forget`` drops one entry."""
+    """The records by WebServer key: ``get`` reads without keeping, ``of`` keeps, ``forget`` drops one entry.
+
+    ``forget`` and ``keys`` also reach every attached store.
+    """
 
     def __init__(self) -> None:
         self._records: dict[ObjectKey, KeyMemory] = {}
+        self._stores: list[KeyedStore] = []
+
+    def attach(self, *stores: KeyedStore) -> None:
+        """Forget ``stores``' memory of a key with the record's, and count their keys in ``keys``."""
+        self._stores.extend(stores)
 
     def get(self, key: ObjectKey) -> KeyMemory | None:
         """The record of ``key``, or None when nothing is remembered (no record made)."""
@@ -86,10 +120,17 @@ class Memory:
         return record
 
     def forget(self, key: ObjectKey) -> None:
+        """Drop everything remembered of ``key``: its record and its entries in every attached store."""
         self._records.pop(key, None)
+        for store in self._stores:
+            store.forget(key)
 
     def keys(self) -> set[ObjectKey]:
-        return set(self._records)
+        """Every key the records or an attached store remember (what ``forget`` must clear)."""
+        keys = set(self._records)
+        for store in self._stores:
+            keys |= store.keys()
+        return keys
 
     def items(self) -> Iterator[tuple[ObjectKey, KeyMemory]]:
         return iter(self._records.items())

@@ -13,7 +13,9 @@ create, check, adopt, repair, retire), look for probe failures (``reconcile.prob
 decide when to look again. No finalizers: the garbage collector deletes the children through their ownerReference.
 
 Everything remembered per WebServer is one ``reconcile.memory.KeyMemory`` record, in one mapping shared with the child
-sync; ``forget`` drops it (with the keyed helpers' entries) on delete and on shard eviction. Driven by
+sync and the probe look; the stores that keep a mapping of their own (the re-create window, the revision gauge, the
+pacer, the echo filter, the Event recorder, and what ``attach`` adds) are attached to it. ``forget`` drops all of it
+on delete and on shard eviction; ``remembered_keys`` is its check. Driven by
 ``runtime.controller.loop.Controller`` (declared in ``reconcile.setup``); hands writes to the API through the no-retry
 client view, so failures go back to the work queue's per-key backoff.
 """
@@ -38,7 +40,7 @@ from webserver_operator.kube.errors import Conflict, NotFound
 from webserver_operator.reconcile.cached import WEBSERVER_SKIM, webserver_as_cached
 from webserver_operator.reconcile.children import ChildSync, involved
 from webserver_operator.reconcile.events import EventRecorder
-from webserver_operator.reconcile.memory import Memory, StatusInputs
+from webserver_operator.reconcile.memory import KeyedStore, Memory, StatusInputs
 from webserver_operator.reconcile.probes import ProbeFailures
 from webserver_operator.reconcile.problems import Problem
 from webserver_operator.reconcile.revisions import (
@@ -116,33 +118,28 @@ class WebServerReconciler:
             pod_security=pod_security,
             clock=lambda: self._clock(),  # noqa: PLW0108 - late bound: tests move the clock
         )
+        # The stores with an aggregate, an order or a reader of their own: forgotten with the records.
+        self._memory.attach(self.own_writes, self._revisions, self._pacer, recorder)
+
+    def attach(self, store: KeyedStore) -> None:
+        """Forget ``store``'s memory of a WebServer with the rest (``forget``); list its keys in ``remembered_keys``.
+
+        For a per-WebServer store kept beside the reconciler (``reconcile.setup``'s Ready gauge).
+        """
+        self._memory.attach(store)
 
     def forget(self, key: ObjectKey) -> None:
         """Drop every memory kept for ``key``: the WebServer is deleted, or its shard was handed to another replica.
 
         Called from both paths (the delete branch of ``reconcile`` and the shard eviction handler of
-        ``reconcile.setup``). The reconciler's, the child sync's and the probe look's memories are one record
-        (``reconcile.memory``), so a memory added later is forgotten with it; the keyed helpers below carry an
-        aggregate or a reader of their own (the fight and re-create windows, the revision gauge, the pacer's rolling
-        count, the echo filter read by the event handlers) and are told too.
-        ``remembered_keys`` is its check.
+        ``reconcile.setup``). One call: the record (``reconcile.memory``) and every store attached to it, so a memory
+        added later as a field or an attached store is forgotten with the rest. ``remembered_keys`` is its check.
         """
         self._memory.forget(key)
-        self._children.forget(key)
-        self._revisions.forget(key)
-        self._pacer.forget(key)
-        # The children are named like the WebServer (``desired.child_name``).
-        self.own_writes.forget(*key, kinds=(WEBSERVERS.kind, *self._children.kinds))
 
     def remembered_keys(self) -> set[ObjectKey]:
         """Every WebServer some per-key memory of this reconciler still holds (what ``forget`` must clear)."""
-        return (
-            self._memory.keys()
-            | self._children.keys()
-            | self._revisions.keys()
-            | self._pacer.keys()
-            | self.own_writes.keys()
-        )
+        return self._memory.keys()
 
     def keys_with_problems(self) -> list[ObjectKey]:
         """WebServers held here and currently waiting on a problem (a conflict, a rejected child).

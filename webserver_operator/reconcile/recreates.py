@@ -11,7 +11,9 @@ for it; once a read finds the cache behind, the owner is read before each create
 (``WebServerReconciler._create_checked``).
 
 Pure: ``RecentCreates`` keeps the time of each child's last create per owner uid, on the reconciler's clock, and
-forgets entries older than the window as new ones arrive. Used by ``reconcile.reconciler``.
+forgets entries older than the window as new ones arrive (its own mapping, in the order of the creates, so a WebServer's
+entries are dropped by that order as well as by ``forget``: attached to the reconciler's ``reconcile.memory.Memory``).
+Used by ``reconcile.children``.
 """
 
 from __future__ import annotations
@@ -52,9 +54,9 @@ class RecentCreates:
         last = self._created.get(child)
         return last is not None and last[0] == owner_uid and self._clock() - last[1] <= RECREATE_WINDOW
 
-    def forget(self, namespace: str, name: str) -> None:
-        """Drop a deleted WebServer's children."""
-        for child in [c for c in self._created if c[:2] == (namespace, name)]:
+    def forget(self, key: tuple[str, str], /) -> None:
+        """Drop the children of the WebServer ``key`` (namespace, name): deleted, or its shard handed over."""
+        for child in [c for c in self._created if c[:2] == key]:
             del self._created[child]
 
     def __len__(self) -> int:

@@ -14,7 +14,8 @@
 - Bookkeeping on WebServer events: the ``webserver_operator_managed_webservers`` gauge, the per-WebServer
   ``webserver_operator_webserver_ready_status`` gauge, and the Event recorder forgetting a deleted WebServer's
   de-duplication memory. With sharding, a WebServer of a shard handed over (evicted from this replica's cache) is
-  forgotten the same way: the replica that holds its shard now publishes it.
+  forgotten by the reconciler's one ``forget(key)``, which reaches the Ready gauge (attached to it here) and the
+  recorder too: the replica that holds its shard now publishes it.
 
 Called by ``manager.operator`` with the shared informer cache and the client; hands back the controller to run.
 """
@@ -27,7 +28,7 @@ from webserver_operator import metrics
 from webserver_operator.api.models import WEBSERVERS
 from webserver_operator.core.resources import DEPLOYMENTS, PODDISRUPTIONBUDGETS, SERVICES
 from webserver_operator.core.settings import ControllerSettings
-from webserver_operator.core.vocabulary import ApiRequests, EventType, KubeObject
+from webserver_operator.core.vocabulary import ApiRequests, EventType, KubeObject, ObjectKey, object_key
 from webserver_operator.desired import CHILD_LABEL_SELECTOR, orphan_of
 from webserver_operator.reconcile.cached import WEBSERVER_SKIM, child_as_cached, webserver_as_cached
 from webserver_operator.reconcile.events import EventRecorder
@@ -39,6 +40,7 @@ from webserver_operator.runtime.controller.builder import ControllerBuilder
 from webserver_operator.runtime.controller.enqueue import EventFilter, keys_on_delete
 from webserver_operator.runtime.controller.loop import Controller
 from webserver_operator.runtime.informers.cache import SharedCache
+from webserver_operator.runtime.informers.informer import CacheShape
 
 __all__ = [
     "WEBSERVER_PAGE_SIZE",
@@ -55,6 +57,9 @@ _CONTROLLER_NAME = "webserver"
 #: 16 MB (docs/security.md, "Oversized tenant objects"); 10,000 small WebServers list in 1,000 requests instead of 20.
 #: Children keep the informer's 500: tenants cannot write them.
 WEBSERVER_PAGE_SIZE = 10
+#: What the cache keeps of WebServers and how it reads them (``reconcile.cached``), and of children.
+_WEBSERVER_SHAPE = CacheShape(transform=webserver_as_cached, skim=WEBSERVER_SKIM, page_size=WEBSERVER_PAGE_SIZE)
+_CHILD_SHAPE = CacheShape(transform=child_as_cached)
 _CONDITION_STATUSES = ("True", "False", "Unknown")
 
 
@@ -64,7 +69,8 @@ class ReadySeries:
     As cert-manager's ``certmanager_certificate_ready_status``: the series of the current status is 1, the others 0
     (Unknown until the operator has written a Ready condition); a deleted WebServer's series are removed. One per
     controller (``setup_webserver_controller``): it remembers what it last set, so that most events (a status write,
-    a resync), which leave Ready as it was, cost no three label lookups.
+    a resync), which leave Ready as it was, cost no three label lookups. A per-WebServer store attached to the
+    reconciler's memory: its ``forget`` also runs for a WebServer whose shard was handed over.
     """
 
     def __init__(self) -> None:
@@ -73,14 +79,10 @@ class ReadySeries:
 
     def publish(self, event_type: EventType, obj: KubeObject) -> None:
         """Bring the series of ``obj`` in line with its stored Ready condition (removed when it is deleted)."""
-        meta = obj.get("metadata") or {}
-        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-        key = (namespace, name)
+        key = object_key(obj)
+        namespace, name = key
         if event_type == "DELETED":
-            self._published.pop(key, None)
-            for status in _CONDITION_STATUSES:
-                with contextlib.suppress(KeyError):
-                    metrics.WEBSERVER_READY.remove(namespace, name, status)
+            self.forget(key)
             return
         conditions = (obj.get("status") or {}).get("conditions") or []
         ready = next((c for c in conditions if isinstance(c, dict) and c.get("type") == READY), None)
@@ -92,6 +94,17 @@ class ReadySeries:
             metrics.WEBSERVER_READY.labels(namespace=namespace, name=name, condition=status).set(
                 1 if status == current else 0
             )
+
+    def forget(self, key: ObjectKey, /) -> None:
+        """Remove the series of ``key`` (namespace, name): the WebServer is deleted or held by another replica."""
+        self._published.pop(key, None)
+        for status in _CONDITION_STATUSES:
+            with contextlib.suppress(KeyError):
+                metrics.WEBSERVER_READY.remove(*key, status)
+
+    def keys(self) -> set[ObjectKey]:
+        """The WebServers whose series this replica publishes."""
+        return set(self._published)
 
 
 def webserver_event_matters(own: OwnWrites) -> EventFilter:
@@ -133,10 +146,11 @@ def setup_webserver_controller(cache: SharedCache, *, api: ApiRequests, settings
         pod_security=settings.pod_security_level,
         template_upgrade_rate=settings.template_upgrade_rate,
     )
+    reconciler.attach(ready_series)
 
     def bookkeeping(event_type: EventType, obj: KubeObject, _old: KubeObject | None) -> None:
         if event_type == "DELETED":
-            recorder.forget(str((obj.get("metadata") or {}).get("uid", "")))
+            recorder.forget(object_key(obj))
         reconciler.webserver_cached(obj)
         metrics.MANAGED_WEBSERVERS.set(len(webservers))
         ready_series.publish(event_type, obj)
@@ -144,12 +158,12 @@ def setup_webserver_controller(cache: SharedCache, *, api: ApiRequests, settings
     def evicted(obj: KubeObject) -> None:
         """A WebServer of a shard handed to another replica: its series and every memory of it are that replica's.
 
-        The reconciler forgets it as a deleted one (``WebServerReconciler.forget``): ``keys_with_problems`` must not
-        name a WebServer this replica no longer holds.
+        The reconciler forgets it with the one ``forget`` its delete branch calls (``WebServerReconciler.forget``:
+        the record, the attached stores, the recorder and the Ready series): ``keys_with_problems`` and
+        ``remembered_keys`` must not name a WebServer this replica no longer holds.
         """
-        bookkeeping("DELETED", obj, None)
-        meta = obj.get("metadata") or {}
-        reconciler.forget((str(meta.get("namespace") or ""), str(meta.get("name") or "")))
+        reconciler.forget(object_key(obj))
+        metrics.MANAGED_WEBSERVERS.set(len(webservers))
 
     webservers.add_handler(bookkeeping)
     webservers.add_eviction_handler(evicted)
@@ -158,9 +172,7 @@ def setup_webserver_controller(cache: SharedCache, *, api: ApiRequests, settings
         .for_(
             WEBSERVERS,
             when=webserver_event_matters(reconciler.own_writes),
-            transform=webserver_as_cached,
-            skim=WEBSERVER_SKIM,
-            page_size=WEBSERVER_PAGE_SIZE,
+            shape=_WEBSERVER_SHAPE,
         )
         .owns(
             DEPLOYMENTS,
@@ -169,14 +181,14 @@ def setup_webserver_controller(cache: SharedCache, *, api: ApiRequests, settings
             when=child_event_matters(reconciler.own_writes, DEPLOYMENTS.kind),
             urgent=availability_changed,
             defer=progress_wait,
-            transform=child_as_cached,
+            shape=_CHILD_SHAPE,
         )
         .owns(
             SERVICES,
             label_selector=CHILD_LABEL_SELECTOR,
             orphans=orphan_of,
             when=child_event_matters(reconciler.own_writes, SERVICES.kind),
-            transform=child_as_cached,
+            shape=_CHILD_SHAPE,
         )
         .owns(
             PODDISRUPTIONBUDGETS,

@@ -47,12 +47,15 @@ class OwnWrites:
 
     def __init__(self) -> None:
         self._versions: dict[tuple[str, str, str], str] = {}
+        #: The kinds ever written: at most the WebServer and its child kinds.
+        self._kinds: set[str] = set()
 
     def record(self, kind: str, written: KubeObject) -> None:
         """Remember ``written``, the object the API server returned for our write of a ``kind``."""
         version = (written.get("metadata") or {}).get("resourceVersion")
         if version:
             self._versions[(kind, *object_key(written))] = str(version)
+            self._kinds.add(kind)
 
     def is_echo(self, kind: str, event_type: EventType, obj: KubeObject) -> bool:
         """Whether this event only brings our own latest write of ``obj`` back (never a DELETED)."""
@@ -61,10 +64,13 @@ class OwnWrites:
         version = (obj.get("metadata") or {}).get("resourceVersion")
         return bool(version) and self._versions.get((kind, *object_key(obj))) == version
 
-    def forget(self, namespace: str, name: str, *, kinds: tuple[str, ...]) -> None:
-        """Drop the memory of the objects of ``kinds`` named ``name`` (a deleted WebServer and its children)."""
-        for kind in kinds:
-            self._versions.pop((kind, namespace, name), None)
+    def forget(self, key: tuple[str, str], /) -> None:
+        """Drop the memory of every object named ``key`` (namespace, name): a WebServer and its children.
+
+        The children are named like their WebServer (``desired.child_name``), so one key names them all.
+        """
+        for kind in self._kinds:
+            self._versions.pop((kind, *key), None)
 
     def __len__(self) -> int:
         return len(self._versions)

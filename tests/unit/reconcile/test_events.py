@@ -152,3 +152,32 @@ async def test_one_object_cannot_write_more_than_a_burst_of_events_and_the_drops
     assert len([e for e in stored(api) if e["involvedObject"]["name"] == "noisy"]) == 25
     assert ("quiet", "Created", "Created Service quiet") in stored_events(api)
     assert dropped._value.get() - before == 5
+
+
+async def test_a_webserver_forgotten_by_its_key_is_told_again_and_leaves_no_memory() -> None:
+    """``forget((namespace, name))`` (a deleted WebServer, or its shard handed over) drops its once-only memory."""
+    api = FakeApi()
+    recorder = EventRecorder(api, instance="test")
+    for _ in range(2):
+        await recorder.emit(webserver("web"), type_="Warning", reason="Refused", message="m", once_key="Refused/1")
+    await recorder.flush()
+    assert recorder.keys() == {(NS, "web")}
+    recorder.forget((NS, "web"))
+    assert recorder.keys() == set()
+    await recorder.emit(webserver("web"), type_="Warning", reason="Refused", message="m", once_key="Refused/1")
+    await recorder.flush()
+    assert stored_events(api) == [("web", "Refused", "m")] * 2, "written once before the forget, and once after"
+
+
+async def test_a_webserver_created_again_under_its_name_starts_afresh() -> None:
+    api = FakeApi()
+    recorder = EventRecorder(api, instance="test")
+    recreated = factories.webserver("web", namespace=NS, uid="uid-web-2", resource_version="9", spec=None)
+    await recorder.emit(webserver("web"), type_="Warning", reason="Refused", message="m", once_key="Refused/1")
+    await recorder.emit(recreated, type_="Warning", reason="Refused", message="m", once_key="Refused/1")
+    await recorder.flush()
+    assert sorted(e["involvedObject"]["uid"] for e in api.collections[EVENTS.path(namespace=NS)].values()) == [
+        "uid-web",
+        "uid-web-2",
+    ]
+    assert recorder.keys() == {(NS, "web")}

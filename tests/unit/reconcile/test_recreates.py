@@ -44,7 +44,7 @@ def test_a_deleted_webserver_is_forgotten() -> None:
     creates.created(DEPLOYMENT, "uid-1")
     creates.created(SERVICE, "uid-1")
     creates.created(("team-b", "web", "Service"), "uid-2")
-    creates.forget("team-a", "web")
+    creates.forget(("team-a", "web"))
     assert (creates.again_soon(DEPLOYMENT, "uid-1"), creates.again_soon(SERVICE, "uid-1"), len(creates)) == (
         False,
         False,

@@ -9,9 +9,10 @@ from typing import Any
 from tests.support import factories
 from tests.support.fake_api import FakeApi
 from webserver_operator import metrics
-from webserver_operator.api.models import WEBSERVERS
-from webserver_operator.core.resources import DEPLOYMENTS, SERVICES
+from webserver_operator.api.models import WEBSERVERS, WebServer
+from webserver_operator.core.resources import DEPLOYMENTS, NAMESPACES, PODDISRUPTIONBUDGETS, SERVICES
 from webserver_operator.core.settings import ControllerSettings, WatchSettings
+from webserver_operator.desired import TEMPLATE_REVISION, desired_deployment, template_revision_of
 from webserver_operator.reconcile.reconciler import WebServerReconciler
 from webserver_operator.reconcile.setup import ReadySeries, setup_webserver_controller
 from webserver_operator.runtime.informers.cache import InformerCache
@@ -84,34 +85,70 @@ async def test_a_status_write_is_not_kept_once_the_webserver_informer_has_it() -
     assert reconciler.remembered_status_writes() == 0
 
 
+def _ready_series_of(namespace: str, name: str) -> list[float | None]:
+    return [
+        metrics.REGISTRY.get_sample_value(
+            "webserver_operator_webserver_ready_status", {"namespace": namespace, "name": name, "condition": c}
+        )
+        for c in ("True", "False", "Unknown")
+    ]
+
+
 async def test_a_shard_handed_over_leaves_no_per_key_state_behind() -> None:
     """A WebServer of a shard another replica takes over is forgotten here as a deleted one would be.
 
-    Wired as a sharded replica wires it (``setup_webserver_controller`` on a ``ShardedInformerCache``): the WebServer
-    meets a foreign Deployment of its name (a problem: the streak, the namesake memory), gets its Service created
-    (own writes, a recent create) and its status written. Handing its shard over leaves no memory of it in the
-    reconciler, and ``keys_with_problems`` no longer names it, so a freed nodePort wakes only WebServers held here.
+    Wired as a sharded replica wires it (``setup_webserver_controller`` on a ``ShardedInformerCache``, the pacer on).
+    One sync fills every per-WebServer store: the Ready gauge's series (from the first event), a foreign
+    PodDisruptionBudget of its name (a problem: the streak, the namesake memory), its Service created (own writes, a
+    recent create, an Event), its Deployment repaired (a drift repair) and moved to the current template revision by
+    the pacer (the revision gauge, the pacer's rolling set), its pods found unready long after the last progress (a
+    probe look) and its status written. ``remembered_keys`` names the WebServer from its first event on, and handing its
+    shard over leaves nothing: no memory, no series, and ``keys_with_problems`` no longer names it, so a freed nodePort
+    wakes only WebServers held here.
     """
     shards = 2
     namespace = next(ns for ns in (f"team-{i}" for i in range(100)) if shard_index(ns, shards) == 1)
     key = (namespace, "handed")
     api = FakeApi()
-    api.put(
-        DEPLOYMENTS.path(namespace=namespace),
-        {"kind": "Deployment", "metadata": {"name": "handed", "namespace": namespace, "labels": {"app": "theirs"}}},
+    api.put(NAMESPACES.path(), {"kind": "Namespace", "metadata": {"name": namespace}})
+    stored = api.put(
+        WEBSERVERS.path(namespace=namespace),
+        factories.webserver("handed", namespace=namespace, replicas=2, status={"observedGeneration": 1}),
     )
-    api.put(WEBSERVERS.path(namespace=namespace), factories.webserver("handed", namespace=namespace))
+    old = desired_deployment(WebServer.model_validate(stored), revision=1)  # a template revision behind
+    old["spec"]["replicas"] = 5  # drifted: someone scaled the Deployment
+    progressed_long_ago = {"type": "Progressing", "status": "True", "lastUpdateTime": "2026-01-01T00:00:00Z"}
+    unready = factories.deployment(
+        observed=9, replicas=2, updated=2, available=0, ready=0, conditions=[progressed_long_ago], omit_zero=False
+    )
+    old["status"] = unready["status"]  # its pods never got ready: the probe Events are read
+    api.put(DEPLOYMENTS.path(namespace=namespace), old)
+    api.put(
+        PODDISRUPTIONBUDGETS.path(namespace=namespace),
+        {"kind": "PodDisruptionBudget", "metadata": {"name": "handed", "namespace": namespace}},
+    )
     cache = ShardedInformerCache(api, WatchSettings(namespaces=[namespace]), shards=shards)
-    controller = setup_webserver_controller(cache, api=api, settings=ControllerSettings())
+    settings = ControllerSettings(template_upgrade_rate=60)
+    controller = setup_webserver_controller(cache, api=api, settings=settings)
     reconciler = controller.reconciler
     assert isinstance(reconciler, WebServerReconciler)
     try:
         cache.start(0)
         cache.start(1)
         await asyncio.wait_for(asyncio.gather(cache.synced(0), cache.synced(1)), 5)
+        assert _ready_series_of(*key) == [0, 0, 1], "the Ready gauge publishes the listed WebServer"
+        assert reconciler.remembered_keys() == {key}, "the Ready gauge's series are per-WebServer state too"
+
         await reconciler.reconcile(key)
         assert api.get(SERVICES.path(namespace=namespace, name="handed")) is not None, "the Service was created"
-        assert reconciler.keys_with_problems() == [key], "the foreign Deployment is a problem"
+        deployment = api.get(DEPLOYMENTS.path(namespace=namespace, name="handed"))
+        assert deployment is not None and deployment["spec"]["replicas"] == 2, "the drift was repaired"
+        assert template_revision_of(deployment) == TEMPLATE_REVISION, "the pacer moved it"
+        probe_reads = [c for c in api.calls if c.method == "GET" and c.path.endswith("/events")]
+        assert probe_reads, "the unready pods' probe Events were read"
+        written = api.get(WEBSERVERS.path(namespace=namespace, name="handed"))
+        assert written is not None and written.get("status"), "the status was written"
+        assert reconciler.keys_with_problems() == [key], "the foreign budget is a problem"
         assert reconciler.remembered_keys() == {key}
 
         await cache.stop(1)
@@ -119,5 +156,6 @@ async def test_a_shard_handed_over_leaves_no_per_key_state_behind() -> None:
         assert cache.group(WEBSERVERS).get(key) is None, "the shard's objects left the cache"
         assert reconciler.keys_with_problems() == []
         assert reconciler.remembered_keys() == set(), "no per-key memory is left for a WebServer held elsewhere"
+        assert _ready_series_of(*key) == [None, None, None], "its Ready series are the new holder's to publish"
     finally:
         await cache.close()

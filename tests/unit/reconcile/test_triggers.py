@@ -113,5 +113,5 @@ def test_own_writes_know_only_the_latest_write_of_each_object() -> None:
     assert not own.is_echo("Deployment", "MODIFIED", first)
     assert own.is_echo("Deployment", "ADDED", second)
     assert not own.is_echo("Deployment", "DELETED", second)
-    own.forget("ns", "web", kinds=("Deployment",))
+    own.forget(("ns", "web"))
     assert not own.is_echo("Deployment", "MODIFIED", second)

@@ -20,7 +20,6 @@ from typing import Self
 from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import ControllerSettings
 from webserver_operator.core.vocabulary import EventHandler, EventType, KubeObject, ObjectKey
-from webserver_operator.kube.skim import Skim
 from webserver_operator.runtime.controller.enqueue import (
     Deferral,
     EventFilter,
@@ -34,7 +33,7 @@ from webserver_operator.runtime.controller.loop import Controller
 from webserver_operator.runtime.controller.result import Reconciler
 from webserver_operator.runtime.controller.workqueue import WorkQueue
 from webserver_operator.runtime.informers.cache import CacheGroup, SharedCache
-from webserver_operator.runtime.informers.informer import Transform
+from webserver_operator.runtime.informers.informer import CacheShape
 
 __all__ = ["ControllerBuilder"]
 
@@ -47,9 +46,7 @@ class _Watch:
     when: EventFilter | None = None
     urgent: Urgency | None = None
     defer: Deferral | None = None
-    transform: Transform | None = None
-    page_size: int | None = None
-    skim: Skim | None = None
+    shape: CacheShape | None = None
 
 
 class ControllerBuilder:
@@ -69,23 +66,19 @@ class ControllerBuilder:
         *,
         label_selector: str | None = None,
         when: EventFilter | None = None,
-        transform: Transform | None = None,
-        page_size: int | None = None,
-        skim: Skim | None = None,
+        shape: CacheShape | None = None,
     ) -> Self:
         """The reconciled resource: each of its events asks for its own key (``EnqueueRequestForObject``).
 
-        ``when``: only the events it passes (None: all). ``transform``: what the cache keeps of each object
-        (controller-runtime's ``ByObject.Transform``; None: everything but ``managedFields`` and kubectl's
-        last-applied copy). ``page_size``: objects per list page (None: the informer's default). ``skim``: decode
-        list pages and watch events without the fields no reader reads (``kube.skim``; None: whole).
+        ``when``: only the events it passes (None: all). ``shape``: what the cache keeps of each object and how it
+        reads them (``runtime.informers.informer.CacheShape``: the transform, as controller-runtime's
+        ``ByObject.Transform``, the skim and the list page size; None: everything but ``managedFields`` and kubectl's
+        last-applied copy, decoded whole, the informer's pages).
         """
         if self._primary is not None:
             raise ValueError(f"controller {self._name} already reconciles {self._primary.kind}")
         self._primary, self._primary_selector = resource, label_selector
-        self._watches.append(
-            _Watch(resource, label_selector, keys_for_object, when, transform=transform, page_size=page_size, skim=skim)
-        )
+        self._watches.append(_Watch(resource, label_selector, keys_for_object, when, shape=shape))
         return self
 
     def owns(
@@ -97,7 +90,7 @@ class ControllerBuilder:
         when: EventFilter | None = None,
         urgent: Urgency | None = None,
         defer: Deferral | None = None,
-        transform: Transform | None = None,
+        shape: CacheShape | None = None,
     ) -> Self:
         """Children: each event asks for the key of the primary object that controls it (``EnqueueRequestForOwner``).
 
@@ -105,14 +98,14 @@ class ControllerBuilder:
         ``when``: only the events it passes (None: all).
         ``urgent``: which changes of a child go to the queue at urgent priority (None: none).
         ``defer``: how long the other changes of a child may wait before they are looked at (None: none waits).
-        ``transform``: what the cache keeps of each child (as in ``for_``).
+        ``shape``: what the cache keeps of each child (as in ``for_``).
         """
         if self._primary is None:
             raise ValueError("declare the reconciled resource with for_() before owns()")
         mapper = keys_for_owner(
             owner_kind=self._primary.kind, owner_api_version=self._primary.api_version, orphans=orphans
         )
-        self._watches.append(_Watch(resource, label_selector, mapper, when, urgent, defer, transform))
+        self._watches.append(_Watch(resource, label_selector, mapper, when, urgent, defer, shape))
         return self
 
     def watches(
@@ -128,13 +121,7 @@ class ControllerBuilder:
             raise ValueError(f"controller {self._name} needs for_() before complete()")
         queue: WorkQueue[ObjectKey] = WorkQueue(name=self._name)
         for watch in self._watches:  # shape the views before anything reads them
-            self._cache.group(
-                watch.resource,
-                label_selector=watch.label_selector,
-                transform=watch.transform,
-                page_size=watch.page_size,
-                skim=watch.skim,
-            )
+            self._cache.group(watch.resource, label_selector=watch.label_selector, shape=watch.shape)
         primary: CacheGroup = self._cache.group(self._primary, label_selector=self._primary_selector)
         controller = Controller(
             self._name,

@@ -18,11 +18,10 @@ from typing import Protocol
 from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import WatchSettings
 from webserver_operator.core.vocabulary import EventHandler, KubeObject, KubeObjects, ObjectKey, WatchApi
-from webserver_operator.kube.skim import Skim
 from webserver_operator.runtime.informers.group import InformerGroup
-from webserver_operator.runtime.informers.informer import Transform
+from webserver_operator.runtime.informers.informer import CacheShape
 
-__all__ = ["CacheGroup", "EvictionHandler", "InformerCache", "SharedCache", "ViewShape"]
+__all__ = ["CacheGroup", "EvictionHandler", "InformerCache", "SharedCache"]
 
 #: Called for each object a cache stops holding although it was not deleted (with sharding: its shard was handed
 #: over and another replica caches it now).
@@ -51,46 +50,8 @@ class SharedCache(Protocol):
     """The process's cache as controllers see it (``InformerCache``, or ``ShardedInformerCache`` with sharding)."""
 
     def group(
-        self,
-        resource: Resource,
-        *,
-        label_selector: str | None = None,
-        transform: Transform | None = None,
-        page_size: int | None = None,
-        skim: Skim | None = None,
+        self, resource: Resource, *, label_selector: str | None = None, shape: CacheShape | None = None
     ) -> CacheGroup: ...
-
-
-class ViewShape:
-    """A view's ``transform``, ``skim`` and list ``page_size``, declared once (``group()``), before its informers run.
-
-    Several controllers may declare on one view; two different transforms for the same store would each strip
-    what the other reads, so a second, different one is refused.
-    """
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.transform: Transform | None = None
-        self.page_size: int | None = None
-        self.skim: Skim | None = None
-
-    def declare(self, *, transform: Transform | None, page_size: int | None, skim: Skim | None = None) -> bool:
-        """Record what was asked; True when something changed."""
-        if transform is not None and self.transform is not None and transform is not self.transform:
-            raise ValueError(f"{self.name}: a second, different transform declared on the same cache view")
-        if skim is not None and self.skim is not None and skim is not self.skim:
-            raise ValueError(f"{self.name}: a second, different skim declared on the same cache view")
-        if page_size is not None and self.page_size is not None and page_size != self.page_size:
-            raise ValueError(f"{self.name}: list pages of {self.page_size} and {page_size} declared on one view")
-        changed = (
-            (transform is not None and self.transform is None)
-            or (page_size is not None and self.page_size is None)
-            or (skim is not None and self.skim is None)
-        )
-        self.transform = transform or self.transform
-        self.skim = skim or self.skim
-        self.page_size = page_size or self.page_size
-        return changed
 
 
 class InformerCache:
@@ -98,30 +59,27 @@ class InformerCache:
         self._api = api
         self._settings = settings
         self._groups: dict[tuple[Resource, str | None], InformerGroup] = {}
-        self._shapes: dict[tuple[Resource, str | None], ViewShape] = {}
+        self._shapes: dict[tuple[Resource, str | None], CacheShape] = {}
 
     def group(
-        self,
-        resource: Resource,
-        *,
-        label_selector: str | None = None,
-        transform: Transform | None = None,
-        page_size: int | None = None,
-        skim: Skim | None = None,
+        self, resource: Resource, *, label_selector: str | None = None, shape: CacheShape | None = None
     ) -> InformerGroup:
         """The group watching ``resource`` (restricted to ``label_selector``), created on first use.
 
-        ``transform``, ``page_size`` and ``skim`` shape the group's informers (``InformerGroup.shape``); declare them
-        before ``run``. None leaves what an earlier declaration set.
+        ``shape`` shapes the group's informers (``runtime.informers.informer.CacheShape``), joined with what earlier
+        declarations on the view set (a second, different part is refused); declare it before ``run``.
         """
         key = (resource, label_selector)
         if key not in self._groups:
             self._groups[key] = InformerGroup.for_namespaces(
                 self._api, resource, settings=self._settings, label_selector=label_selector
             )
-            self._shapes[key] = ViewShape(resource.plural)
-        if self._shapes[key].declare(transform=transform, page_size=page_size, skim=skim):
-            self._groups[key].shape(transform=transform, page_size=page_size, skim=skim)
+            self._shapes[key] = CacheShape()
+        if shape is not None:
+            joined = self._shapes[key].joined(shape, view=resource.plural)
+            if joined != self._shapes[key]:
+                self._shapes[key] = joined
+                self._groups[key].reshape(joined)
         return self._groups[key]
 
     @property

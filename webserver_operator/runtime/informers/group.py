@@ -25,8 +25,7 @@ from webserver_operator.core.vocabulary import (
     WatchApi,
     object_key,
 )
-from webserver_operator.kube.skim import Skim
-from webserver_operator.runtime.informers.informer import Informer, Transform, noop_handler
+from webserver_operator.runtime.informers.informer import CacheShape, Informer, noop_handler
 from webserver_operator.runtime.informers.scope import ScopeFactory
 
 __all__ = ["InformerGroup"]
@@ -62,14 +61,13 @@ class InformerGroup:
         on_event: EventHandler | None = None,
         label_selector: str | None = None,
         scope: ScopeFactory | None = None,
-        transform: Transform | None = None,
-        page_size: int | None = None,
-        skim: Skim | None = None,
+        shape: CacheShape | None = None,
     ) -> "InformerGroup":
         """One informer per namespace in ``settings.namespaces``; one cluster-wide when the list is empty.
 
         A cluster-scoped resource always gets one cluster-wide informer. ``scope``: what every member keeps
         (``runtime.informers.scope``; a sharded cache passes its shards' filter), everything without one.
+        ``shape``: what every member keeps and how it reads (``runtime.informers.informer.CacheShape``).
         """
         unique = list(dict.fromkeys(ns for ns in settings.namespaces if ns))
         targets: list[str | None] = list(unique) if unique and resource.namespaced else [None]
@@ -84,31 +82,16 @@ class InformerGroup:
                 on_event=on_event,
                 watch_timeout_seconds=settings.watch_timeout,
                 stall_timeout=settings.stall_timeout,
-                transform=transform,
-                skim=skim,
+                shape=shape,
             )
             for ns in targets
         ]
-        group = cls(informers)
-        group.shape(page_size=page_size)
-        return group
+        return cls(informers)
 
-    def shape(
-        self, *, transform: Transform | None = None, page_size: int | None = None, skim: Skim | None = None
-    ) -> None:
-        """Give every member ``transform``, ``skim`` and list pages of ``page_size`` objects (None: leave as is).
-
-        Before ``run``. ``transform`` trims what the store keeps (``runtime.informers.informer.Transform``);
-        ``page_size`` bounds the objects one list page decodes at once, and ``skim`` decodes them without the fields
-        no reader reads (``kube.skim``), for a resource whose objects may be large.
-        """
+    def reshape(self, shape: CacheShape) -> None:
+        """Give every member ``shape`` (``runtime.informers.informer.CacheShape``), before ``run``."""
         for informer in self.informers:
-            if transform is not None:
-                informer.transform = transform
-            if skim is not None:
-                informer.skim = skim
-            if page_size is not None:
-                informer.page_size = page_size
+            informer.shape = shape
 
     # -- event handlers -----------------------------------------------------------------------------------------
 

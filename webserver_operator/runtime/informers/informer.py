@@ -53,6 +53,7 @@ import logging
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from webserver_operator import metrics
@@ -67,7 +68,7 @@ from webserver_operator.runtime.informers.interrupt import Interrupt, Interrupte
 from webserver_operator.runtime.informers.scope import Placement, Scope, ScopeFactory
 from webserver_operator.runtime.informers.store import Store, StoreEvent
 
-__all__ = ["Informer", "Transform", "noop_handler", "strip_unread_fields"]
+__all__ = ["CacheShape", "Informer", "Transform", "noop_handler", "strip_unread_fields"]
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +113,40 @@ Transform = Callable[[KubeObject], KubeObject]
 """What an informer applies to each object before it enters the store (controller-runtime's ``cache.TransformFunc``).
 
 It may change the object in place and return it: every object it gets was just decoded for this informer alone."""
+
+
+@dataclass(frozen=True)
+class CacheShape:
+    """What a cache view keeps of each object and how it reads them, as one value.
+
+    Declared by the controller that reads the view (``reconcile.setup``) and handed on whole through the builder, the
+    cache and the group to every informer of the view. ``transform``: applied after ``strip_unread_fields`` to every
+    listed and watched object (None: as stripped). ``skim``: decodes list pages and watch events without building the
+    fields no reader reads (``kube.skim``), for a resource whose objects tenants may pad (None: decoded whole).
+    ``page_size``: objects per list page, which bounds what one page decodes at once (None: the informer's 500).
+    """
+
+    transform: Transform | None = None
+    skim: Skim | None = None
+    page_size: int | None = None
+
+    def joined(self, other: "CacheShape", *, view: str) -> "CacheShape":
+        """The shape with what ``other`` declares too; a second, different value for one part is refused.
+
+        Several controllers may declare on one view, and two different transforms for the same store would each strip
+        what the other reads: ``ValueError`` naming ``view``.
+        """
+        if other.transform is not None and self.transform is not None and other.transform is not self.transform:
+            raise ValueError(f"{view}: a second, different transform declared on the same cache view")
+        if other.skim is not None and self.skim is not None and other.skim is not self.skim:
+            raise ValueError(f"{view}: a second, different skim declared on the same cache view")
+        if other.page_size is not None and self.page_size is not None and other.page_size != self.page_size:
+            raise ValueError(f"{view}: list pages of {self.page_size} and {other.page_size} declared on one view")
+        return CacheShape(
+            transform=self.transform or other.transform,
+            skim=self.skim or other.skim,
+            page_size=self.page_size or other.page_size,
+        )
 
 
 def strip_unread_fields(obj: KubeObject) -> KubeObject:
@@ -161,14 +196,12 @@ class Informer:
         on_event: EventHandler | None = None,
         watch_timeout_seconds: int = _DEFAULT_WATCH_TIMEOUT_SECONDS,
         stall_timeout: float | None = None,
-        page_size: int = _PAGE_SIZE,
         backoff: Backoff | None = None,
         forbidden_backoff: Backoff | None = None,
         clock: Callable[[], float] = time.monotonic,
         rng: Callable[[], float] = random.random,
         scope_settle: float = _SCOPE_SETTLE_SECONDS,
-        transform: Transform | None = None,
-        skim: Skim | None = None,
+        shape: CacheShape | None = None,
     ) -> None:
         if watch_timeout_seconds < 1:
             raise ValueError("watch_timeout_seconds must be >= 1")
@@ -188,13 +221,9 @@ class Informer:
         self.watch_timeout_seconds = watch_timeout_seconds
         #: Seconds of silence before a watch is restarted; ``None``: drawn per watch from the default range.
         self.stall_timeout = stall_timeout
-        self.page_size = page_size
-        #: Applied after ``strip_unread_fields`` to every listed and watched object before the store and the
-        #: handlers see it (the objects of DELETED events too, so handlers compare like with like). Set before ``run``.
-        self.transform = transform
-        #: Decodes list pages and watch events without building the fields no reader reads (``kube.skim``), for a
-        #: resource whose objects tenants may pad; None: decoded whole. Set before ``run``.
-        self.skim = skim
+        #: What the store keeps and how lists and watches are decoded (``CacheShape``); set before ``run``. The
+        #: transform reaches the objects of DELETED events too, so handlers compare like with like.
+        self.shape = shape or CacheShape()
         self._clock = clock
         self._rng = rng
         self._backoff = backoff or Backoff(_RECONNECT_BACKOFF, clock=clock, rand=rng)
@@ -272,6 +301,11 @@ class Informer:
     def _guarded(self) -> contextlib.AbstractAsyncContextManager[None]:
         """The request in flight, given up by ``rescope`` (only a sharded informer has shards to change)."""
         return self._interrupt.guard() if self.scope is not None else contextlib.nullcontext()
+
+    @property
+    def page_size(self) -> int:
+        """Objects per list page: the shape's, or 500."""
+        return self.shape.page_size or _PAGE_SIZE
 
     # -- health -------------------------------------------------------------------------------------------------------
 
@@ -358,6 +392,7 @@ class Informer:
         strays = 0
         while True:
             query = {"limit": str(self.page_size)}
+            skim = self.shape.skim
             if self.label_selector:
                 query["labelSelector"] = self.label_selector
             if self.scope is not None:
@@ -366,7 +401,7 @@ class Informer:
                 query["continue"] = token
             try:
                 page = await self.api.request(
-                    "GET", self._path, query=query, decode=self.skim.list if self.skim is not None else None
+                    "GET", self._path, query=query, decode=skim.list if skim is not None else None
                 )
             except Gone as exc:
                 if token:
@@ -395,7 +430,8 @@ class Informer:
     def _cached_form(self, obj: KubeObject) -> KubeObject:
         """``obj`` as the store keeps it: unread fields stripped, then this informer's ``transform``."""
         obj = strip_unread_fields(obj)
-        return self.transform(obj) if self.transform is not None else obj
+        transform = self.shape.transform
+        return transform(obj) if transform is not None else obj
 
     # -- watch --------------------------------------------------------------------------------------------------------
 
@@ -468,7 +504,8 @@ class Informer:
         try:
             async with watchdog:
                 stall.touch()  # covers opening the watch too; every event touches it again
-                decode = self.skim.event if self.skim is not None else None
+                skim = self.shape.skim
+                decode = skim.event if skim is not None else None
                 async with self.api.watch(self._path, query=query, decode=decode) as stream:
                     async for event in stream:
                         stall.touch()

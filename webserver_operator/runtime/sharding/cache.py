@@ -44,10 +44,9 @@ from collections import Counter
 from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import WatchSettings
 from webserver_operator.core.vocabulary import EventHandler, KubeObject, KubeObjects, ObjectKey, WatchApi
-from webserver_operator.kube.skim import Skim
-from webserver_operator.runtime.informers.cache import EvictionHandler, ViewShape
+from webserver_operator.runtime.informers.cache import EvictionHandler
 from webserver_operator.runtime.informers.group import InformerGroup
-from webserver_operator.runtime.informers.informer import Informer, Transform
+from webserver_operator.runtime.informers.informer import CacheShape, Informer
 from webserver_operator.runtime.sharding.filter import ShardFilter
 from webserver_operator.runtime.sharding.ranges import ShardUnion, shard_index, shard_ranges
 
@@ -70,8 +69,8 @@ class ShardedGroup:
         self._handlers: list[EventHandler] = []
         self._evictions: list[EvictionHandler] = []
         self._group: InformerGroup | None = None  # read by the probe thread: replaced whole, never changed
-        #: The transform and list page size the controllers declared, given to the group when it is built.
-        self.shape = ViewShape(resource.plural)
+        #: What the controllers declared the view keeps (``CacheShape``), given to the group when it is built.
+        self.shape = CacheShape()
 
     # -- declaration ----------------------------------------------------------------------------------------------
 
@@ -174,14 +173,11 @@ class ShardedInformerCache:
         resource: Resource,
         *,
         label_selector: str | None = None,
-        transform: Transform | None = None,
-        page_size: int | None = None,
-        skim: Skim | None = None,
+        shape: CacheShape | None = None,
     ) -> ShardedGroup:
         """The view of ``resource`` (restricted to ``label_selector``), made on first use; declare before ``start``.
 
-        ``transform``, ``page_size`` and ``skim``: as ``InformerCache.group``, given to the informers when the first
-        shard starts.
+        ``shape``: as ``InformerCache.group``, given to the informers when the first shard starts.
         """
         key = (resource, label_selector)
         if key not in self._views:
@@ -189,8 +185,11 @@ class ShardedInformerCache:
                 raise RuntimeError(f"{resource.plural} declared after shards started: declare every view first")
             self._views[key] = ShardedGroup(resource, label_selector, self._shards)
         view = self._views[key]
-        if view.shape.declare(transform=transform, page_size=page_size, skim=skim) and self._held:
-            raise RuntimeError(f"{resource.plural} shaped after shards started: declare every view first")
+        joined = view.shape.joined(shape, view=resource.plural) if shape is not None else view.shape
+        if joined != view.shape:
+            if self._held:
+                raise RuntimeError(f"{resource.plural} shaped after shards started: declare every view first")
+            view.shape = joined
         return view
 
     @property
@@ -229,9 +228,7 @@ class ShardedInformerCache:
                     settings=self._settings,
                     label_selector=view.label_selector,
                     scope=ShardFilter.factory(scope),
-                    transform=view.shape.transform,
-                    page_size=view.shape.page_size,
-                    skim=view.shape.skim,
+                    shape=view.shape,
                 )
                 view._attach(group)
                 groups.append(group)

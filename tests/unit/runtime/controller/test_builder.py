@@ -16,6 +16,7 @@ from webserver_operator.runtime.controller.enqueue import keys_on_delete
 from webserver_operator.runtime.controller.loop import Controller
 from webserver_operator.runtime.controller.result import Result
 from webserver_operator.runtime.informers.cache import InformerCache
+from webserver_operator.runtime.informers.informer import CacheShape
 
 SELECTOR = "app.kubernetes.io/managed-by=webserver-operator"
 
@@ -206,13 +207,13 @@ def test_for_and_owns_give_their_transform_and_page_size_to_the_shared_views() -
 
     (
         ControllerBuilder("shaped", cache, ControllerSettings())
-        .for_(WEBSERVERS, transform=slim, page_size=50)
-        .owns(DEPLOYMENTS, label_selector=SELECTOR, transform=slim)
+        .for_(WEBSERVERS, shape=CacheShape(transform=slim, page_size=50))
+        .owns(DEPLOYMENTS, label_selector=SELECTOR, shape=CacheShape(transform=slim))
         .complete(_Recorder())
     )
     (webservers,) = cache.group(WEBSERVERS).informers
     (deployments,) = cache.group(DEPLOYMENTS, label_selector=SELECTOR).informers
-    assert (webservers.transform, webservers.page_size) == (slim, 50)
-    assert (deployments.transform, deployments.page_size) == (slim, 500)
+    assert (webservers.shape.transform, webservers.page_size) == (slim, 50)
+    assert (deployments.shape.transform, deployments.page_size) == (slim, 500)
     with pytest.raises(ValueError, match="different transform"):
-        cache.group(WEBSERVERS, transform=lambda o: o)
+        cache.group(WEBSERVERS, shape=CacheShape(transform=lambda o: o))

@@ -13,7 +13,7 @@ from webserver_operator import metrics
 from webserver_operator.core.backoff import Backoff, BackoffPolicy
 from webserver_operator.core.resources import Resource
 from webserver_operator.kube.errors import Forbidden, Gone, NotFound, ServerError, TransportError
-from webserver_operator.runtime.informers.informer import Informer
+from webserver_operator.runtime.informers.informer import CacheShape, Informer
 
 pytestmark = pytest.mark.timeout(5)
 
@@ -438,7 +438,8 @@ async def test_a_transform_shapes_every_listed_and_watched_object_before_the_sto
         lists=[page([_heavy("a", "1"), _heavy("gone", "2")], "10")],
         watches=[[event("ADDED", _heavy("b", "11")), event("DELETED", _heavy("gone", "12"))]],
     )
-    informer = make_informer(kube, transform=keep_name_only, on_event=lambda t, o, _old: seen.append((t, o)))
+    shape = CacheShape(transform=keep_name_only)
+    informer = make_informer(kube, shape=shape, on_event=lambda t, o, _old: seen.append((t, o)))
     await run_until_idle(informer, kube)
     assert sorted(o["metadata"]["name"] for o in informer.store.list()) == ["a", "b"]
     for _type, o in seen:

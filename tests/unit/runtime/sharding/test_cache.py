@@ -16,6 +16,7 @@ from tests.support.fake_api import FakeApi
 from webserver_operator.core.resources import Resource
 from webserver_operator.core.settings import WatchSettings
 from webserver_operator.core.vocabulary import EventType, KubeObject, object_key
+from webserver_operator.runtime.informers.informer import CacheShape
 from webserver_operator.runtime.sharding.cache import ShardedInformerCache
 from webserver_operator.runtime.sharding.ranges import shard_index
 
@@ -97,13 +98,13 @@ async def test_a_views_transform_and_page_size_reach_the_informers_of_the_held_s
     def marked(o: dict[str, Any]) -> dict[str, Any]:
         return {**o, "metadata": {**o["metadata"], "transformed": True}}
 
-    view = cache.group(WEBSERVERS, transform=marked, page_size=7)
+    view = cache.group(WEBSERVERS, shape=CacheShape(transform=marked, page_size=7))
     try:
         cache.start(0)
         await asyncio.wait_for(cache.synced(0), 2)
         assert view.list() and all(o["metadata"]["transformed"] for o in view.list())
         assert {informer.page_size for informer in view.informers} == {7}
         with pytest.raises(RuntimeError, match="declare every view first"):
-            cache.group(Resource("", "v1", "services", "Service"), transform=marked)
+            cache.group(Resource("", "v1", "services", "Service"), shape=CacheShape(transform=marked))
     finally:
         await cache.close()
