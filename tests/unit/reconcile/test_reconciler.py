@@ -22,7 +22,7 @@ from webserver_operator.core.jsondiff import compare
 from webserver_operator.core.podsecurity import PodSecurityLevel
 from webserver_operator.core.resources import DEPLOYMENTS, EVENTS, NAMESPACES, PODDISRUPTIONBUDGETS, SERVICES
 from webserver_operator.core.vocabulary import KubeObject, KubeObjects, ObjectKey
-from webserver_operator.desired import child_labels, desired_deployment
+from webserver_operator.desired import child_labels, desired_deployment, selects_pre_stop_pods
 from webserver_operator.kube.errors import Conflict, ServerError
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.probes import GRACE
@@ -1424,7 +1424,7 @@ async def test_the_owners_annotation_moves_the_webserver_to_the_newest_revision(
 def service_selects_pre_stop_pods(api: FakeApi) -> bool:
     service = api.get(SVC_PATH)
     assert service is not None
-    return service["spec"]["selector"].get("webserver-operator.dev/pre-stop-pause") == "true"
+    return selects_pre_stop_pods(service)
 
 
 async def test_the_move_off_revision_1_takes_the_old_pods_out_of_the_service_once_a_new_pod_is_ready() -> None:
