@@ -24,10 +24,11 @@ What each outcome does (controller-runtime ``reconcileHandler``, because operato
   election has no write fence (a lost renewal ends the manager, reconciles in flight keep writing until the process
   exits), and its rate limiter (client-go ``DefaultControllerRateLimiter``: per item 5 ms doubling to 1000 s, and a
   10 qps / 100 burst bucket over all retries) would treat these refusals like any error. A controller not told its
-  gate cannot see it reopen and backs off as for any other error. The paused keys are queued at low priority, as the
-  list replayed at a start: after a pause every key written meanwhile comes back at once (130 in the slow-api run),
-  and a change made now must not wait behind that catch-up (at normal priority the chaos canary waited 47 s behind
-  it); a key that gets an event meanwhile moves up.
+  gate cannot see it reopen and backs off as for any other error. The paused keys are queued at normal priority, in
+  their turn: they hold changes older than any made after the fence reopened, and controller-runtime too re-queues a
+  failed key at the priority it was handed out at. Queued low (as a start's list), they starved: in the slow-api run
+  on a loaded machine (4 workers at about 4 reconciles/s, churn and child events arriving as fast) 127 keys came
+  back low and the backlog missed the 90 s limit, where at normal priority it took 48 s.
 
 Every exception is caught per key, so one bad object never kills a worker or stalls the others; while a key backs off
 the workers serve other keys. The queue guarantees one worker per key. Keys offered before ``run`` are dropped (a
@@ -349,7 +350,7 @@ class Controller:
                 del self._paused[key]
             elif gate(path) is None:
                 del self._paused[key]
-                self.queue.add(key, low_priority=True)
+                self.queue.add(key)
                 resumed += 1
         return resumed
 

@@ -477,8 +477,8 @@ async def test_without_a_gate_named_a_refused_write_backs_off_like_any_failure()
     assert errors("ctl-fence-ungated") == 3
 
 
-async def test_a_change_made_after_the_fence_reopened_goes_ahead_of_the_paused_keys() -> None:
-    """The paused keys come back at once, as a start's list does: a change made now is not queued behind them."""
+async def test_the_paused_keys_are_written_in_their_turn_before_a_change_made_after_the_fence_reopened() -> None:
+    """Their changes are older: queued low (as a start's list) they would wait behind every change made later."""
     lease = SlowRenewals()
     busy: Key = ("ns", "busy")
     fresh: Key = ("ns", "fresh")
@@ -509,4 +509,4 @@ async def test_a_change_made_after_the_fence_reopened_goes_ahead_of_the_paused_k
         controller.enqueue(fresh)
         release_busy.set()
         await eventually(lambda: len(order) == 3)
-    assert order == [fresh, A, B]
+    assert order == [A, B, fresh]
