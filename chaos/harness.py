@@ -34,7 +34,16 @@ from typing import Any
 from chaos import identity, shards
 from chaos.controlplane import ControlPlane
 from chaos.identity import AUDITED_NAMESPACE, ServiceAccountDir, Token
-from chaos.observe import Foreign, backlog_recovery, canary_recovery, duplicates, leftovers, read_state, unconverged
+from chaos.observe import (
+    Backlog,
+    Foreign,
+    backlog_recovery,
+    canary_recovery,
+    duplicates,
+    leftovers,
+    read_state,
+    unconverged,
+)
 from chaos.replica import Replica, ReplicaConfig
 from chaos.shardverdicts import LeaseView, ownership, shard_lease
 from chaos.toxiproxy import Toxiproxy
@@ -495,11 +504,17 @@ class Harness:
         fixed = await asyncio.to_thread(self.cp.ensure_running)
         if fixed:
             window.notes.append(f"control-plane components found dead and restarted: {', '.join(fixed)}")
+        seen = Backlog()
         canary, backlog = await asyncio.gather(
             canary_recovery(self.api, self.canary_ns, CANARY, healed=window.healed, cap=window.cap),
-            backlog_recovery(self.api, run_label=self.run_label, healed=window.healed, cap=window.cap),
+            backlog_recovery(self.api, run_label=self.run_label, healed=window.healed, cap=window.cap, seen=seen),
         )
         window.canary, window.backlog = canary, backlog
+        if seen.counts:
+            window.extra["backlog: WebServers behind their generation at heal time"] = seen.trail()
+        if backlog is None and seen.last:
+            more = f" and {len(seen.last) - 8} more" if len(seen.last) > 8 else ""
+            window.extra["backlog: still behind at the limit"] = "; ".join(seen.last[:8]) + more
         window.end = time.time()
 
     async def wait_converged(self, within: float) -> dict[tuple[str, str], str]:

@@ -288,10 +288,38 @@ async def canary_recovery(api: KubeApi, namespace: str, name: str, *, healed: fl
     return time.time() - healed
 
 
-async def backlog_recovery(api: KubeApi, *, run_label: str, healed: float, cap: float) -> float | None:
-    """Seconds from ``healed`` until every WebServer's generation at heal time has been observed in its status."""
+@dataclass
+class Backlog:
+    """What ``backlog_recovery`` saw at each look: how many WebServers were behind, and which at the last look.
+
+    For the report: a backlog that does not catch up is explained by who is left (one WebServer waiting for
+    something, or many still queued) and by how the count fell (steadily, or stuck at a few).
+    """
+
+    counts: list[tuple[float, int]] = field(default_factory=list)  # (seconds after the heal, WebServers behind)
+    last: list[str] = field(default_factory=list)  # "namespace/name (observed o of generation g)"
+
+    def trail(self, every: float = 10.0) -> str:
+        """The count over time, a look per ``every`` s and the last one: ``42 at +1s, 7 at +11s, 0 at +14s``."""
+        shown: list[tuple[float, int]] = []
+        for at, count in self.counts:
+            if not shown or at - shown[-1][0] >= every:
+                shown.append((at, count))
+        if self.counts and shown[-1] != self.counts[-1]:
+            shown.append(self.counts[-1])
+        return ", ".join(f"{count} at +{at:.0f}s" for at, count in shown)
+
+
+async def backlog_recovery(
+    api: KubeApi, *, run_label: str, healed: float, cap: float, seen: Backlog | None = None
+) -> float | None:
+    """Seconds from ``healed`` until every WebServer's generation at heal time has been observed in its status.
+
+    ``seen`` collects what each look found (``Backlog``).
+    """
     deadline = healed + cap
     snapshot: dict[str, int] = {}
+    seen = seen if seen is not None else Backlog()
 
     async def take() -> bool:
         for ws in await api.items(f"{WEBSERVERS}/webservers", labelSelector=run_label):
@@ -299,12 +327,16 @@ async def backlog_recovery(api: KubeApi, *, run_label: str, healed: float, cap: 
         return True
 
     async def caught_up() -> bool:
-        behind = 0
+        behind = []
         for ws in await api.items(f"{WEBSERVERS}/webservers", labelSelector=run_label):
             want = snapshot.get(ws["metadata"]["uid"])
-            if want is not None and ((ws.get("status") or {}).get("observedGeneration") or 0) < want:
-                behind += 1
-        return behind == 0
+            observed = (ws.get("status") or {}).get("observedGeneration") or 0
+            if want is not None and observed < want:
+                key = _key(ws)
+                behind.append(f"{key[0]}/{key[1]} (observed {observed} of generation {want})")
+        seen.counts.append((time.time() - healed, len(behind)))
+        seen.last = sorted(behind)
+        return not behind
 
     if not await _poll(take, deadline=deadline, interval=0.5):
         return None

@@ -41,6 +41,7 @@ from webserver_operator import __version__
 from webserver_operator.core.settings import parse_bind_address
 from webserver_operator.kube.client import KubeClient
 from webserver_operator.kube.config import load_configuration
+from webserver_operator.kube.gate import WriteCheck
 from webserver_operator.manager import collector
 from webserver_operator.manager.configuration import Settings
 from webserver_operator.manager.endpoints import ProbeServer
@@ -214,6 +215,7 @@ class Operator:
             sharded = self._shard_leases(sharded_cache, lease_api)
             cache: SharedCache = sharded_cache
             controller = setup_webserver_controller(cache, api=writer.gated(sharded.why_not), settings=s.controller)
+            controller.gate_writes(sharded.why_not)  # a write refused by a late renewal waits for it, not a backoff
             # Read once the controller declared its groups: the property lists the groups there are now.
             watched: Mapping[str, Watching] = sharded_cache.groups
             lead = sharded.lead_with(controller)
@@ -221,10 +223,12 @@ class Operator:
             single_cache = InformerCache(watch_api, s.watch)
             cache = single_cache
             lease = self._leader_lease(lease_api) if s.leader_election.leader_elect else None
-            if lease is not None:
-                fence = lease.fence
-                writer = writer.gated(lambda _path: fence.why_not())
+            gate = _fence_check(lease) if lease is not None else None
+            if gate is not None:
+                writer = writer.gated(gate)
             controller = setup_webserver_controller(cache, api=writer, settings=s.controller)
+            if gate is not None:
+                controller.gate_writes(gate)  # a write refused by a late renewal waits for it, not a backoff
             watched = single_cache.groups
             lead = self._single_leader(stack, single_cache, controller, lease, lease_api)
         _probe_caches(probes, watched)
@@ -361,6 +365,16 @@ def _probe_caches(probes: Probes, groups: Mapping[str, Watching]) -> None:
     for name, group in groups.items():
         probes.liveness[f"watch-{name}"] = watches_running(group)
         probes.readiness[f"cache-{name}"] = cache_synced(group, name)
+
+
+def _fence_check(lease: Lease) -> WriteCheck:
+    """The leader Lease's fence as the write gate of the reconcile path (every path is under the one Lease)."""
+    fence = lease.fence
+
+    def check(_path: str) -> str | None:
+        return fence.why_not()
+
+    return check
 
 
 def _background(stack: contextlib.AsyncExitStack, coro: Coroutine[Any, Any, None], *, name: str) -> None:

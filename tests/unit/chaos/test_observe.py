@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from chaos.observe import mismatch
+from chaos.observe import Backlog, backlog_recovery, mismatch
 
 
 def webserver(*, replicas: int = 2, shown: int = 2, ready_shown: int = 2) -> dict[str, Any]:
@@ -102,3 +103,42 @@ def test_a_service_that_also_selects_the_pre_stop_label_its_pods_carry_is_conver
     labelled = deployment()
     labelled["spec"]["template"]["metadata"] = {"labels": label}
     assert mismatch(webserver(), labelled, service) is None
+
+
+def test_the_backlog_trail_shows_one_look_per_interval_and_the_last() -> None:
+    seen = Backlog(counts=[(0.4, 42), (1.4, 40), (10.5, 7), (11.5, 7), (20.6, 2), (23.0, 0)])
+    assert seen.trail() == "42 at +0s, 7 at +10s, 2 at +21s, 0 at +23s"
+
+
+class _Listing:
+    """``KubeApi.items`` answering the WebServers as each look finds them."""
+
+    def __init__(self, looks: list[list[dict[str, Any]]]) -> None:
+        self.looks = looks
+
+    async def items(self, path: str, **_query: str) -> list[dict[str, Any]]:
+        return self.looks.pop(0) if len(self.looks) > 1 else self.looks[0]
+
+
+def _behind(name: str, generation: int, observed: int) -> dict[str, Any]:
+    return {
+        "metadata": {"namespace": "ns", "name": name, "uid": name, "generation": generation},
+        "status": {"observedGeneration": observed},
+    }
+
+
+async def test_a_backlog_that_does_not_catch_up_names_who_is_left_behind() -> None:
+    at_heal = [_behind("a", 3, 2), _behind("b", 5, 4)]
+    later = [_behind("a", 4, 3), _behind("b", 5, 5)]  # a: its heal-time generation 3 observed; b: caught up
+    stuck = [_behind("a", 4, 2), _behind("b", 6, 5)]
+    api = _Listing([at_heal, at_heal, stuck])
+    seen = Backlog()
+    assert await backlog_recovery(api, run_label="x", healed=time.time(), cap=1.5, seen=seen) is None  # type: ignore[arg-type]
+    assert seen.last == ["ns/a (observed 2 of generation 3)"]
+    assert [count for _, count in seen.counts][:2] == [2, 1]
+
+    api = _Listing([at_heal, later])
+    seen = Backlog()
+    took = await backlog_recovery(api, run_label="x", healed=time.time(), cap=5, seen=seen)  # type: ignore[arg-type]
+    assert took is not None
+    assert seen.last == []

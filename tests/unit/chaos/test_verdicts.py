@@ -116,6 +116,18 @@ def test_a_retry_storm_a_relist_loop_a_liveness_failure_and_a_traceback_each_fai
     )[0].passed
 
 
+def test_a_recovery_measured_past_the_limit_fails_it() -> None:
+    """The last look of a poll can begin before the limit and end after it: what it measured is what is judged."""
+    traffic = renewals(A, "op-a_1", [0, 2, 4, 6, 8])
+    window, passed = _figures(traffic, [], baseline_rate=2.0)
+    assert passed[0]
+    window.backlog = window.cap + 2.3
+    verdict = rules(
+        window, figures(window, traffic, timeline=[], deposed=([], []), incidents=[], informers_per_process=3, slots=2)
+    )[0]
+    assert not verdict.passed
+
+
 def test_the_audit_reader_keeps_one_record_per_request_and_only_the_run_users(tmp_path: Path) -> None:
     def event(audit_id: str, stage: str, user: str, verb: str = "watch", code: int = 200) -> str:
         return json.dumps(

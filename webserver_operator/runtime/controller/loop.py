@@ -12,6 +12,23 @@ What each outcome does (controller-runtime ``reconcileHandler``, because operato
 * ``TerminalError`` (or an exception raised ``from`` one, the analogue of Go's ``errors.Is``) -> logged and counted as
   an error, backoff forgotten, *not* requeued: retrying cannot help until the object changes, and a change is an
   event that enqueues it anyway.
+* ``WritesStopped`` (also as a ``__cause__``) from the write gate named by ``gate_writes`` -> *paused*, not failed:
+  no backoff step, counted as ``result="requeue"``, one info line; the key is queued again as soon as the gate lets a
+  write to the refused path leave (looked at every ``_PAUSED_POLL_SECONDS``), or dropped if the queue no longer
+  admits it (a shard handed over). Why: the gate refuses because this replica's Lease renewal is overdue (the fence,
+  ``runtime.leases.fence``), a condition of the whole replica that ends with the next successful renewal, not
+  anything wrong with the key. Each refusal costs milliseconds, so counted as a failure a key climbs the 5 ms
+  doubling backoff within a second: with the API answering in 3-6 s for a minute the fence closed for seconds at a
+  time, keys reached 13-16 steps (20-164 s) and, unless an event woke them, waited up to 165 s after the API had
+  recovered (issue 32, docs/reliability.md "slow-api"). controller-runtime has no such state to copy: its leader
+  election has no write fence (a lost renewal ends the manager, reconciles in flight keep writing until the process
+  exits), and its rate limiter (client-go ``DefaultControllerRateLimiter``: per item 5 ms doubling to 1000 s, and a
+  10 qps / 100 burst bucket over all retries) would treat these refusals like any error. A controller not told its
+  gate cannot see it reopen and backs off as for any other error. The paused keys are queued at normal priority, in
+  their turn: they hold changes older than any made after the fence reopened, and controller-runtime too re-queues a
+  failed key at the priority it was handed out at. Queued low (as a start's list), they starved: in the slow-api run
+  on a loaded machine (4 workers at about 4 reconciles/s, churn and child events arriving as fast) 127 keys came
+  back low and the backlog missed the 90 s limit, where at normal priority it took 48 s.
 
 Every exception is caught per key, so one bad object never kills a worker or stalls the others; while a key backs off
 the workers serve other keys. The queue guarantees one worker per key. Keys offered before ``run`` are dropped (a
@@ -32,7 +49,8 @@ from collections.abc import Awaitable, Callable
 
 from webserver_operator import metrics
 from webserver_operator.core.vocabulary import ObjectKey, ObjectReader, object_key
-from webserver_operator.kube.errors import Conflict, KubeError
+from webserver_operator.kube.errors import Conflict, KubeError, WritesStopped
+from webserver_operator.kube.gate import WriteCheck
 from webserver_operator.runtime.controller import logcontext
 from webserver_operator.runtime.controller.result import Reconciler, is_terminal
 from webserver_operator.runtime.controller.workqueue import WorkQueue
@@ -45,6 +63,9 @@ _DEFAULT_RESYNC_PERIOD = 10 * 3600.0
 _METRICS_TICK_SECONDS = 1.0
 #: How often ``release`` looks whether the handed-over keys' reconciles have ended.
 _RELEASE_POLL_SECONDS = 0.02
+#: How often the keys paused by the write gate are looked at again: a renewal reopens the fence within a retry period
+#: (seconds), so a fifth of a second adds little and a poll of a few hundred clock readings costs nothing.
+_PAUSED_POLL_SECONDS = 0.2
 
 
 class Controller:
@@ -74,6 +95,8 @@ class Controller:
         self._running = False
         self._background: list[asyncio.Task[None]] = []
         self._stop_hooks: list[Callable[[float], Awaitable[None]]] = []
+        self._gate: WriteCheck | None = None
+        self._paused: dict[ObjectKey, str] = {}  # key -> the path of its refused write (``gate_writes``)
         self._m_active = metrics.ACTIVE_WORKERS.labels(controller=name)
         self._m_errors = metrics.RECONCILE_ERRORS.labels(controller=name)
         # Exported at 0 from the start, as controller-runtime does, so its panel and alert have a series to read.
@@ -114,6 +137,8 @@ class Controller:
         writes are the caller's to stop, e.g. by revoking the fence that gates them).
         """
         self.queue.discard(belongs)
+        for key in [key for key in self._paused if belongs(key)]:
+            del self._paused[key]
         deadline = asyncio.get_running_loop().time() + max(drain_timeout, 0.0)
         while self.queue.in_flight(belongs):
             if asyncio.get_running_loop().time() >= deadline:
@@ -154,17 +179,28 @@ class Controller:
         self._background = [asyncio.create_task(self._metrics_tick(), name=f"{self.name}-metrics")]
         if self.primary is not None and self.resync_period > 0:
             self._background.append(asyncio.create_task(self._resync_loop(), name=f"{self.name}-resync"))
+        if self._gate is not None:
+            self._background.append(asyncio.create_task(self._resume_loop(self._gate), name=f"{self.name}-resume"))
         logger.info("controller %s started with %d worker(s)", self.name, self.workers, extra={"controller": self.name})
         try:
             await asyncio.wait(self._worker_tasks)
         finally:
             self._running = False
+            self._paused.clear()  # the next start enqueues every primary object anyway
             self.queue.shutdown()
             tasks = [*self._worker_tasks, *self._background]
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             logger.info("controller %s stopped", self.name, extra={"controller": self.name})
+
+    def gate_writes(self, check: WriteCheck) -> None:
+        """Name the check that gates the reconciler's writes: the one its client was given (``KubeClient.gated``).
+
+        Call before ``run``. A reconcile whose write ``check`` refused (``WritesStopped``) is then paused instead of
+        failed (module docstring): the key is queued again once ``check`` lets a write to the same path leave.
+        """
+        self._gate = check
 
     def on_stop(self, hook: Callable[[float], Awaitable[None]]) -> None:
         """Run ``hook(seconds_left)`` at the end of ``stop``, with what is left of the drain timeout (0 when deposed).
@@ -226,6 +262,7 @@ class Controller:
             await self._process_in_context(key)
 
     async def _process_in_context(self, key: ObjectKey) -> None:
+        self._paused.pop(key, None)  # running again (an event woke it): this run decides whether it waits again
         started = self._clock()
         try:
             result = await self.reconciler.reconcile(key)
@@ -253,6 +290,10 @@ class Controller:
             )
 
     def _on_error(self, key: ObjectKey, exc: Exception, duration: float) -> None:
+        stopped = _writes_stopped(exc) if self._gate is not None else None
+        if stopped is not None:
+            self._pause(key, stopped, duration)
+            return
         if isinstance(exc, Conflict):
             self.queue.add_rate_limited(key)
             self._m_total["requeue"].inc()
@@ -290,6 +331,29 @@ class Controller:
             extra=self._extra(key, "error", duration, error=str(exc), retries=retries),
         )
 
+    def _pause(self, key: ObjectKey, stopped: WritesStopped, duration: float) -> None:
+        """Keep ``key`` aside until the gate lets its refused write leave (``_resume_paused``); no backoff step."""
+        self._paused[key] = stopped.path
+        self._m_total["requeue"].inc()
+        logger.info(
+            "reconcile %s/%s paused, retried as soon as writes may leave again: %s",
+            *key,
+            stopped,
+            extra=self._extra(key, "paused", duration, error=str(stopped)),
+        )
+
+    def _resume_paused(self, gate: WriteCheck) -> int:
+        """Queue the paused keys whose refused write ``gate`` lets leave now; drop those the queue no longer admits."""
+        resumed = 0
+        for key, path in list(self._paused.items()):
+            if not self.queue.admits(key):
+                del self._paused[key]
+            elif gate(path) is None:
+                del self._paused[key]
+                self.queue.add(key)
+                resumed += 1
+        return resumed
+
     def _extra(self, key: ObjectKey, outcome: str, duration: float, **fields: object) -> dict[str, object]:
         # "name" is a reserved LogRecord attribute, hence object_name.
         return {
@@ -309,7 +373,30 @@ class Controller:
             count = self.resync()
             logger.info("controller %s: periodic resync enqueued %d key(s)", self.name, count)
 
+    async def _resume_loop(self, gate: WriteCheck) -> None:
+        while True:
+            await asyncio.sleep(_PAUSED_POLL_SECONDS)
+            if self._paused and (count := self._resume_paused(gate)):
+                logger.info(
+                    "controller %s: writes may leave again, %d paused key(s) queued",
+                    self.name,
+                    count,
+                    extra={"controller": self.name},
+                )
+
     async def _metrics_tick(self) -> None:
         while True:
             self.queue.update_unfinished_metrics()
             await asyncio.sleep(_METRICS_TICK_SECONDS)
+
+
+def _writes_stopped(exc: BaseException) -> WritesStopped | None:
+    """The ``WritesStopped`` that ``exc`` is or was raised ``from`` (as ``result.is_terminal`` walks the chain)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, WritesStopped):
+            return current
+        seen.add(id(current))
+        current = current.__cause__
+    return None

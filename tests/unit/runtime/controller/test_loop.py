@@ -11,10 +11,12 @@ import pytest
 
 from tests.support.fake_api import status_error
 from webserver_operator import metrics
+from webserver_operator.kube.errors import WritesStopped
 from webserver_operator.runtime.controller.loop import Controller
 from webserver_operator.runtime.controller.result import Result, TerminalError, is_terminal
 from webserver_operator.runtime.controller.workqueue import WorkQueue
 from webserver_operator.runtime.informers.store import Store
+from webserver_operator.runtime.leases.fence import LeaseFence
 
 pytestmark = pytest.mark.timeout(5)
 
@@ -375,3 +377,136 @@ def test_the_terminal_error_counter_is_exported_at_zero_from_the_start() -> None
         "controller_runtime_terminal_reconcile_errors_total", {"controller": "ctl-terminal-zero"}
     )
     assert terminal == 0
+
+
+class SlowRenewals:
+    """A leader whose Lease renewals are slow: the real ``LeaseFence`` on a clock the test moves, as the write gate."""
+
+    RENEW_DEADLINE = 7.0
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.fence = LeaseFence("ns/leader", clock=lambda: self.now)
+        self.renewed()
+
+    def renewed(self) -> None:
+        self.fence.renewed(sent=self.now, renew_deadline=self.RENEW_DEADLINE)
+
+    def renewal_overdue(self) -> None:
+        self.now += self.RENEW_DEADLINE + 1.0
+
+    def check(self, _path: str) -> str | None:
+        return self.fence.why_not()
+
+    def write(self, key: Key) -> Result:
+        """What the reconciler's gated client does with the write of ``key``: refuse it while the fence is closed."""
+        path = f"/apis/apps/v1/namespaces/{key[0]}/deployments/{key[1]}"
+        if (why := self.check(path)) is not None:
+            raise WritesStopped(method="PATCH", path=path, why=why)
+        return Result()
+
+
+async def test_a_key_refused_by_the_lease_fence_is_written_as_soon_as_a_renewal_reopens_it() -> None:
+    """Issue 32's slow-api backlog: a write refused because a renewal is late is not a failure of the key.
+
+    With the API slow, a renewal can take longer than the renew deadline, so the fence closes for a few seconds again
+    and again; each refusal costs milliseconds. Counted as failures, a minute of that gave keys 13-16 backoff steps
+    (20-164 s at 5 ms doubling) and they were written long after the API had recovered. Here the key is refused
+    twelve times (a step each would be 0.01 s * 2**11 = 20 s); once a renewal succeeds it must be written at once.
+    """
+    lease = SlowRenewals()
+    written: list[Key] = []
+
+    def behaviour(key: Key, attempt: int) -> Any:
+        result = lease.write(key)
+        written.append(key)
+        return result
+
+    rec = ScriptedReconciler(behaviour)
+    queue: WorkQueue[Key] = WorkQueue(name="ctl-fence-closed", base_backoff=0.01, max_backoff=60.0)
+    controller = Controller("ctl-fence-closed", rec, queue, workers=2)
+    controller.gate_writes(lease.check)
+    async with running(controller):
+        lease.renewal_overdue()
+        for attempt in range(1, 13):
+            controller.enqueue(A)  # a change to the WebServer while writes may not leave
+
+            def refused(attempt: int = attempt) -> bool:
+                return rec.attempts[A] == attempt and rec.active[A] == 0
+
+            await eventually(refused)
+        assert written == []
+        lease.renewed()
+        await eventually(lambda: written == [A], within=1.0)
+    assert queue.num_requeues(A) == 0
+    assert errors("ctl-fence-closed") == 0, "a paused write is not a reconcile error"
+
+
+async def test_a_paused_key_is_left_alone_once_its_shard_is_handed_over() -> None:
+    """Sharded: a key refused while its shard's fence was closed, then handed over, is not queued here again."""
+    lease = SlowRenewals()
+    rec = ScriptedReconciler(lambda key, attempt: lease.write(key))
+    queue: WorkQueue[Key] = WorkQueue(name="ctl-fence-handover", base_backoff=0.01)
+    controller = Controller("ctl-fence-handover", rec, queue)
+    controller.gate_writes(lease.check)
+    async with running(controller):
+        lease.renewal_overdue()
+        controller.enqueue(A)
+        controller.enqueue(B)
+        await eventually(lambda: rec.attempts[A] == 1 and rec.attempts[B] == 1 and not queue.in_flight(lambda k: True))
+        queue.admit(lambda key: key != A)
+        assert await controller.release(lambda key: key == A, drain_timeout=1.0)
+        lease.renewed()
+        await eventually(lambda: rec.attempts[B] == 2)
+        await asyncio.sleep(0.3)
+    assert rec.attempts[A] == 1
+
+
+async def test_without_a_gate_named_a_refused_write_backs_off_like_any_failure() -> None:
+    """A controller not told which gate refuses its writes cannot see it reopen: the key is retried with backoff."""
+    lease = SlowRenewals()
+    lease.renewal_overdue()
+    rec = ScriptedReconciler(lambda key, attempt: lease.write(key) if attempt <= 3 else Result())
+    queue: WorkQueue[Key] = WorkQueue(name="ctl-fence-ungated", base_backoff=0.01)
+    controller = Controller("ctl-fence-ungated", rec, queue)
+    async with running(controller):
+        controller.enqueue(A)
+        await eventually(lambda: rec.attempts[A] == 4 and rec.active[A] == 0)
+    gaps = [t2 - t1 for t1, t2 in zip(rec.times(A), rec.times(A)[1:], strict=False)]
+    assert gaps[2] >= 0.035, f"backoff doubles per refusal: {gaps}"
+    assert errors("ctl-fence-ungated") == 3
+
+
+async def test_the_paused_keys_are_written_in_their_turn_before_a_change_made_after_the_fence_reopened() -> None:
+    """Their changes are older: queued low (as a start's list) they would wait behind every change made later."""
+    lease = SlowRenewals()
+    busy: Key = ("ns", "busy")
+    fresh: Key = ("ns", "fresh")
+    release_busy = asyncio.Event()
+    order: list[Key] = []
+
+    class Reconciler:
+        async def reconcile(self, key: Key) -> Result:
+            if key == busy:
+                await release_busy.wait()
+                return Result()
+            result = lease.write(key)
+            order.append(key)
+            return result
+
+    queue: WorkQueue[Key] = WorkQueue(name="ctl-fence-order")
+    controller = Controller("ctl-fence-order", Reconciler(), queue, workers=1)
+    controller.gate_writes(lease.check)
+    async with running(controller):
+        lease.renewal_overdue()
+        controller.enqueue(A)
+        controller.enqueue(B)
+        await eventually(lambda: len(queue) == 0 and not queue.in_flight(lambda k: True))
+        controller.enqueue(busy)  # the one worker is busy when the fence reopens
+        await eventually(lambda: bool(queue.in_flight(lambda k: k == busy)))
+        lease.renewed()
+        await asyncio.sleep(0.5)  # the paused keys are queued again meanwhile
+        controller.enqueue(fresh)
+        release_busy.set()
+        await eventually(lambda: len(order) == 3)
+    assert order == [A, B, fresh]
