@@ -52,7 +52,7 @@ from webserver_operator.core.vocabulary import ObjectKey, ObjectReader, object_k
 from webserver_operator.kube.errors import Conflict, KubeError, WritesStopped
 from webserver_operator.kube.gate import WriteCheck
 from webserver_operator.runtime.controller import logcontext
-from webserver_operator.runtime.controller.result import Reconciler, is_terminal
+from webserver_operator.runtime.controller.result import Reconciler, cause_of, is_terminal
 from webserver_operator.runtime.controller.workqueue import WorkQueue
 
 __all__ = ["Controller"]
@@ -290,7 +290,7 @@ class Controller:
             )
 
     def _on_error(self, key: ObjectKey, exc: Exception, duration: float) -> None:
-        stopped = _writes_stopped(exc) if self._gate is not None else None
+        stopped = cause_of(exc, WritesStopped) if self._gate is not None else None
         if stopped is not None:
             self._pause(key, stopped, duration)
             return
@@ -388,15 +388,3 @@ class Controller:
         while True:
             self.queue.update_unfinished_metrics()
             await asyncio.sleep(_METRICS_TICK_SECONDS)
-
-
-def _writes_stopped(exc: BaseException) -> WritesStopped | None:
-    """The ``WritesStopped`` that ``exc`` is or was raised ``from`` (as ``result.is_terminal`` walks the chain)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, WritesStopped):
-            return current
-        seen.add(id(current))
-        current = current.__cause__
-    return None

@@ -18,11 +18,13 @@ Returned by reconcilers; read by ``runtime.controller.loop``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from webserver_operator.core.vocabulary import ObjectKey
 
-__all__ = ["Reconciler", "Result", "TerminalError", "is_terminal"]
+__all__ = ["Reconciler", "Result", "TerminalError", "cause_of", "is_terminal"]
+
+E = TypeVar("E", bound=BaseException)
 
 
 @dataclass(frozen=True)
@@ -46,11 +48,16 @@ class Reconciler(Protocol):
 
 def is_terminal(exc: BaseException) -> bool:
     """True for a ``TerminalError``, also as a ``__cause__`` down the chain (the analogue of Go's ``errors.Is``)."""
+    return cause_of(exc, TerminalError) is not None
+
+
+def cause_of(exc: BaseException, kind: type[E]) -> E | None:
+    """``exc`` or the first exception down its ``__cause__`` chain that is a ``kind`` (Go's ``errors.As``), or None."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
-        if isinstance(current, TerminalError):
-            return True
+        if isinstance(current, kind):
+            return current
         seen.add(id(current))
         current = current.__cause__
-    return False
+    return None
