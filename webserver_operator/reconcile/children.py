@@ -174,13 +174,12 @@ class ChildSync:
         The Service selects only pods with the preStop pause once ``reconcile.handover`` says so, from the cached
         Deployment and Service (a write of the Deployment in this same call is seen by the next reconcile).
         """
-        desired: dict[_Child, KubeObject | None] = {child: child.desired(ws) for child in self._children}
-        desired[self._deployment] = deployment
         name = (ws.namespace, child_name(ws))
         only = pre_stop_pods_only(
             template_revision_of(deployment), self._deployment.cache.get(name), self._service.cache.get(name)
         )
-        desired[self._service] = desired_service(ws, pre_stop_pods_only=only)
+        given = {self._deployment: deployment, self._service: desired_service(ws, pre_stop_pods_only=only)}
+        desired = {child: given[child] if child in given else child.desired(ws) for child in self._children}
         return await self._sync_children(ws, desired)
 
     async def _sync_children(self, ws: WebServer, desired: dict[_Child, KubeObject | None]) -> Observation:
