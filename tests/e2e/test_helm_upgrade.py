@@ -32,6 +32,7 @@ from tests.support.factories import webserver
 from tests.support.scraper_pod import ScraperPod
 from tests.support.traffic import Load
 from tests.support.upgrades import CHANGELOG, children_state, declared_template_changes, upgrade_problems
+from tests.support.watch import Watch
 from tests.support.webservers import wait_ready
 from webserver_operator.desired import TEMPLATE_REVISION, TEMPLATE_REVISION_ANNOTATION, selects_pre_stop_pods
 from webserver_operator.kube.client import FIELD_MANAGER
@@ -243,7 +244,8 @@ def test_paced_upgrade_from_the_previous_chart_serves_every_request(
     under load (tests/support/traffic.py, from inside the control-plane node to its NodePort) answers every request
     from before the upgrade until the last move is done. Its two pods were started by the baseline without the
     preStop pause, so this holds only because its Service stops selecting them before the rollout stops the first
-    (``reconcile.handover``): that order is asserted too.
+    (``reconcile.handover``): that order is asserted too, read from watches of the pods and the Service (a
+    revision-1 pod, without the pause, is terminating too briefly for a loop of ``kubectl get`` to be sure to see).
     """
     # This test's own baseline install: the release the test above upgraded (if it ran) goes first, Lease and all.
     helm(cluster, "uninstall", RELEASE, "-n", operator_namespace, "--wait", "--timeout=120s", check=False)
@@ -258,9 +260,11 @@ def test_paced_upgrade_from_the_previous_chart_serves_every_request(
 
     most = 0
     samples = 0
-    stopping: dict[str, float] = {}
-    handed_over: float | None = None
     done = False
+    instance = f"app.kubernetes.io/instance={PACED[0]}"
+    revision_1_pods = {
+        p["metadata"]["name"] for p in cluster.get_json("pods", "-l", instance, namespace=namespace)["items"]
+    }
     node = next(
         n
         for n in cluster.get_json("nodes")["items"]
@@ -269,7 +273,9 @@ def test_paced_upgrade_from_the_previous_chart_serves_every_request(
     address = next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
     served = cluster.get_json("webserver", PACED[0], namespace=namespace)
     url = f"http://{address}:{served['status']['nodePort']}/"
-    with Load(container_engine(), node["metadata"]["name"], url) as load:
+    pods = Watch(cluster, "pods", "-l", instance, namespace=namespace)
+    service = Watch(cluster, "service", PACED[0], namespace=namespace)
+    with pods, service, Load(container_engine(), node["metadata"]["name"], url) as load:
         _upgrade_to_head(cluster, operator_namespace, f"templateUpgrade.perMinute={PACE}")
         deadline = time.monotonic() + 600
         while not done:
@@ -289,19 +295,17 @@ def test_paced_upgrade_from_the_previous_chart_serves_every_request(
             samples += 1
             assert len(rolling) <= PACE, f"{len(rolling)} Deployments rolling at once with a pace of {PACE}: {rolling}"
             done = len(ours) == len(PACED) and not rolling and all(_revision(d) == TEMPLATE_REVISION for d in ours)
-            for pod in cluster.get_json("pods", "-l", f"app.kubernetes.io/instance={PACED[0]}", namespace=namespace)[
-                "items"
-            ]:
-                if pod["metadata"].get("deletionTimestamp"):
-                    stopping.setdefault(pod["metadata"]["name"], time.time())
-            service = cluster.get_json("service", PACED[0], namespace=namespace)
-            if handed_over is None and selects_pre_stop_pods(service):
-                handed_over = time.time()
             time.sleep(0.5)
         time.sleep(2)
-    tally = load.stop()
-    # When each pod of the loaded WebServer was first seen terminating and its Service first selected only pods with
-    # the preStop pause, beside when requests failed (unix seconds).
+        tally = load.stop()
+    # From the watches (so no short state is missed, and both carry the same delay): when each pod of the loaded
+    # WebServer was first marked for deletion, and when its Service first selected only pods with the preStop pause.
+    stopping: dict[str, float] = {}
+    for event in pods.events():
+        if event.type == "DELETED" or event.object["metadata"].get("deletionTimestamp"):
+            stopping.setdefault(event.object["metadata"]["name"], event.arrived)
+    handed_over = next((e.arrived for e in service.events() if selects_pre_stop_pods(e.object)), None)
+    # Those times beside when requests failed (unix seconds).
     print(f"\n{PACED[0]} pods first seen terminating: {sorted((t, n) for n, t in stopping.items())}")
     print(f"{PACED[0]}'s Service selected only pods with the preStop pause from {handed_over}")
     print(f"failed requests at: {[round(t, 1) for t, _ in tally.failures]}")
@@ -311,10 +315,13 @@ def test_paced_upgrade_from_the_previous_chart_serves_every_request(
     )
     assert most >= 1, "no rollout was ever seen: the pacer moved nothing, or the test looked too seldom"
     assert tally.sent > 100, f"the load generator hardly ran: {tally}"
-    assert len(stopping) >= 2, f"the loaded WebServer's revision-1 pods were not seen stopping: {stopping}"
+    assert revision_1_pods <= set(stopping), (
+        f"the loaded WebServer's revision-1 pods {sorted(revision_1_pods)} were not all stopped by the move: {stopping}"
+    )
     assert handed_over is not None, f"{PACED[0]}'s Service never selected only the pods with the preStop pause"
-    assert handed_over <= min(stopping.values()), (
-        f"a revision-1 pod was stopping at {min(stopping.values())} while the Service still sent it traffic (it "
+    first_stop = min(stopping[name] for name in revision_1_pods)
+    assert handed_over <= first_stop, (
+        f"a revision-1 pod was stopping at {first_stop} while the Service still sent it traffic (it "
         f"switched at {handed_over})"
     )
     assert tally.failed == 0, f"requests failed during the paced upgrade: {tally}"
