@@ -5,7 +5,8 @@
 # Why crane's and not distribution's `registry`: one `go install` of a module the release needs anyway (`crane digest`
 # reads what a push stored), no configuration file, and it serves both what `make release` pushes: the image and the
 # chart (an OCI artifact, `helm push`). Blobs are kept on disk under the state folder; manifests live in the
-# process, so `down` forgets what was pushed (the registry is for a session, not a store).
+# process, so `down` forgets what was pushed (the registry is for a session, not a store), and removes the local
+# engine's tags of images pushed to it.
 #
 # Plain HTTP: push with docker (localhost is insecure by default), podman --tls-verify=false and helm --plain-http;
 # hack/images.sh and hack/release.sh do so for a registry on localhost or 127.0.0.1.
@@ -58,11 +59,30 @@ cmd_up() {
   address
 }
 
+# forget_images: remove the local engine's tags that name this registry (what `make release` built and pushed to it).
+# Once the registry is down its manifests are gone, so those tags name images nobody can pull again; left behind,
+# every release run kept one more image of about 325 MB in the engine's storage.
+forget_images() {
+  local engine prefix tag tags=()
+  engine="$("${ROOT}/hack/engine.sh" builder 2>/dev/null)" || return 0
+  prefix="$(address)/"
+  while read -r tag; do
+    if [[ "${tag}" == "${prefix}"* ]]; then tags+=("${tag}"); fi
+  done < <("${engine}" images --format '{{.Repository}}:{{.Tag}}' 2>/dev/null || true)
+  ((${#tags[@]} > 0)) || return 0
+  if "${engine}" rmi "${tags[@]}" >/dev/null 2>&1; then
+    log "removed ${#tags[@]} local image tag(s) of ${prefix%/} from ${engine}: ${tags[*]}"
+  else
+    log "could not remove the local image tag(s) of ${prefix%/} from ${engine}: ${tags[*]} (remove them with \`${engine} rmi\`)"
+  fi
+}
+
 cmd_down() {
   if running; then
     kill "$(cat "${PIDFILE}")"
     log "stopped registry ${NAME} (pid $(cat "${PIDFILE}"))"
   fi
+  forget_images
   rm -rf "${STATE}"
 }
 

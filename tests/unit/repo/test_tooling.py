@@ -403,6 +403,30 @@ exit 0
     assert written.count("/etc/containerd/certs.d/127.0.0.1:5001/hosts.toml") == 2
 
 
+def test_registry_down_removes_the_local_tags_of_what_was_pushed_to_it_and_no_other(machine: Machine) -> None:
+    """Each release test pushed an image to a registry on a new port and left its tag (about 325 MB) in the engine's
+    storage after the registry, and what it held, were gone."""
+    machine.fake(
+        "docker",
+        """case "$1" in
+info) exit 0 ;;
+images) printf '%s\n' 127.0.0.1:5123/webserver-operator:0.2.0 127.0.0.1:51234/webserver-operator:0.2.0 \\
+  localhost/webserver-operator:0.2.0 127.0.0.1:5123/webserver-operator:0.2.1 ;;
+esac
+exit 0
+""",
+    )
+    state = machine.root / "cache" / "webserver-operator" / "registry" / "r"
+    state.mkdir(parents=True)
+    (state / "address").write_text("0.0.0.0:5123\n")
+    result = machine.run(str(HACK / "registry.sh"), "down", REGISTRY_NAME="r")
+    assert result.returncode == 0, result.stderr
+    assert [line for line in machine.recorded("docker") if " rmi " in f"{line} "] == [
+        "docker rmi 127.0.0.1:5123/webserver-operator:0.2.0 127.0.0.1:5123/webserver-operator:0.2.1"
+    ]
+    assert not state.exists()
+
+
 def test_make_test_builds_the_oldest_line_while_the_newest_lines_suite_runs(machine: Machine) -> None:
     """Cold, the oldest line's control plane is about 7 minutes of compiles that only the second half of `make test`
     needs: it is built in the background during the first half, waited for before the second, and not also built as
