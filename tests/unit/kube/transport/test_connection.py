@@ -158,9 +158,14 @@ async def test_a_slow_watch_reader_stops_the_connection_reading_and_loses_nothin
         client = await client_for(f"http://127.0.0.1:{port}")
         async with client, client.watch("/api/v1/services", query=WATCH_QUERY) as events:
             first = await anext(events)
-            await asyncio.sleep(0.5)  # the server keeps writing; the connection stops reading at the high-water mark
             (connection,) = client._pool._all
-            assert connection._paused
+            # The server keeps writing; the connection stops reading at the high-water mark. How soon depends on how
+            # fast the server writes, which a busy machine slows down (a fixed half second failed there once).
+            waited = 0.0
+            while not connection._paused and waited < 20:
+                await asyncio.sleep(0.05)
+                waited += 0.05
+            assert connection._paused, "the connection kept reading 20 s after its reader stopped"
             assert connection._buffered < 8 * 2**20, "buffered at most the high-water mark and one read"
             count = 1 + sum([1 async for _ in events])
     assert first["type"] == "ADDED"
