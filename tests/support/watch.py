@@ -58,13 +58,13 @@ class Watch:
         decoder = json.JSONDecoder()
         buffered = ""
         for line in self._process.stdout:
-            buffered += line
-            while buffered.strip():
+            buffered = (buffered + line).lstrip()
+            while buffered:
                 try:
-                    document, end = decoder.raw_decode(buffered.lstrip())
+                    document, end = decoder.raw_decode(buffered)
                 except json.JSONDecodeError:
                     break  # the document is not complete yet
-                buffered = buffered.lstrip()[end:]
+                buffered = buffered[end:].lstrip()
                 event = Event(time.time(), str(document.get("type")), document.get("object") or {})
                 with self._lock:
                     self._events.append(event)

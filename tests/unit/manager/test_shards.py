@@ -13,7 +13,7 @@ import contextlib
 import pytest
 
 from tests.support.fake_api import FakeApi
-from tests.unit.runtime.controller.test_loop import eventually
+from tests.support.waiting import eventually
 from webserver_operator import metrics
 from webserver_operator.core.resources import LEASES, Resource
 from webserver_operator.core.settings import ControllerSettings, LeaseSettings, WatchSettings

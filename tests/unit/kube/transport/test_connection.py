@@ -19,6 +19,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from tests.support.tls import issue_certificate
+from tests.support.waiting import eventually
 from webserver_operator.core.settings import ClientSettings
 from webserver_operator.kube.client import KubeClient
 from webserver_operator.kube.errors import ConfigurationError, TransportError
@@ -161,11 +162,7 @@ async def test_a_slow_watch_reader_stops_the_connection_reading_and_loses_nothin
             (connection,) = client._pool._all
             # The server keeps writing; the connection stops reading at the high-water mark. How soon depends on how
             # fast the server writes, which a busy machine slows down (a fixed half second failed there once).
-            waited = 0.0
-            while not connection._paused and waited < 20:
-                await asyncio.sleep(0.05)
-                waited += 0.05
-            assert connection._paused, "the connection kept reading 20 s after its reader stopped"
+            await eventually(lambda: connection._paused, within=20, what="the connection stops reading")
             assert connection._buffered < 8 * 2**20, "buffered at most the high-water mark and one read"
             count = 1 + sum([1 async for _ in events])
     assert first["type"] == "ADDED"

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.support.fake_api import status_error
+from tests.support.waiting import eventually
 from webserver_operator import metrics
 from webserver_operator.kube.errors import WritesStopped
 from webserver_operator.runtime.controller.loop import Controller
@@ -65,13 +66,6 @@ async def running(controller: Controller) -> AsyncIterator[asyncio.Task[None]]:
     finally:
         await controller.stop(1.0)
         await asyncio.wait_for(task, 2)
-
-
-async def eventually(condition: Callable[[], bool], within: float = 2.0) -> None:
-    """Poll ``condition`` (state owned by the code under test has no event to wait on)."""
-    async with asyncio.timeout(within):
-        while not condition():  # noqa: ASYNC110 - polling a predicate is the point
-            await asyncio.sleep(0.002)
 
 
 def total(controller: str, result: str) -> float:

@@ -20,6 +20,7 @@ import pytest
 
 from tests.support.factories import lease_spec
 from tests.support.fake_api import FakeApi
+from tests.support.waiting import eventually
 from webserver_operator import metrics
 from webserver_operator.core.resources import LEASES
 from webserver_operator.core.settings import LeaseSettings
@@ -331,11 +332,7 @@ async def test_a_frozen_event_loop_closes_the_write_gate_before_a_standby_can_ta
     assert "renew deadline" in (e.fence.why_not() or "")
     # The loop runs again: nobody took the Lease, so the next renewal (due within the 0.5 s retry period; a busy
     # machine may take longer) reopens the gate.
-    for _ in range(100):  # up to 5 s
-        if e.fence.why_not() is None:
-            break
-        await asyncio.sleep(0.05)
-    assert e.fence.why_not() is None
+    await eventually(lambda: e.fence.why_not() is None, within=5, what="the next renewal reopens the write gate")
     assert not task.done()
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
