@@ -12,6 +12,15 @@ the window: docs/status.md), which is the truth about such a writer but not what
 WebServers (the sharded preset's 64) random drift reached that on some child in about one run in three. So a child
 is drifted at most ``FIGHT_REPAIRS - 1`` times per window; the slot then gets another operation.
 
+A WebServer that asks for a fixed ``nodePort`` is never deleted, nor is its Service. The API server releases a deleted
+Service's node port in a second write after the delete; cut between the two (an etcd freeze, an API server restart) the
+port stays allocated with no Service holding it. Its repair loop frees such a port only after three rounds three minutes
+apart (Kubernetes ``portallocator/controller/repair.go``, ``numRepairsBeforeLeakCleanup``; ``repairLoopInterval`` in
+``pkg/controlplane/instance.go``, no flag). Until then every re-create of the Service is refused with 422 "provided port
+is already allocated", which the operator reports and rechecks, but no run waits that long, and the short run failed on
+it once (``ws-005: Service missing``). The other nine in ten WebServers carry the delete and re-create races; these
+still carry the scale, image and drift ones, and the check that the Service keeps its ``nodePort``.
+
 Operations run at a fixed rate from one loop, each as its own task with a timeout, so a frozen API server slows
 nothing down and every failure is counted (by operation and HTTP status) instead of stopping the churn. One slot is
 never touched by two operations at once. The harness writes as the cluster admin, outside the audited group, so its
@@ -40,6 +49,8 @@ OP_TIMEOUT = 5.0
 #: The operator's fight rule (reconcile/fights.py, docs/status.md), restated: the harness does not import the operator.
 FIGHT_REPAIRS = 4
 FIGHT_WINDOW = 600.0
+#: Operations after which the API server may hold a fixed node port with no Service (the module docstring).
+RELEASES_NODE_PORT = frozenset({"delete", "delete-service"})
 #: Which child each drift operation changes.
 DRIFTED_CHILD = {
     "drift-deployment-replicas": "Deployment",
@@ -174,7 +185,8 @@ class Churn:
         """The next operation on ``slot``, recorded if it drifts a child.
 
         A create if the slot's WebServer does not exist, else a weighted random operation, leaving out drift of a
-        child already drifted ``FIGHT_REPAIRS - 1`` times within ``FIGHT_WINDOW``.
+        child already drifted ``FIGHT_REPAIRS - 1`` times within ``FIGHT_WINDOW``, and the deletes of a WebServer that
+        asks for a fixed node port.
         """
         if not slot.exists:
             return "create", self.create
@@ -182,7 +194,8 @@ class Churn:
         ops = [
             (name, weight, op)
             for name, weight, op in self._operations()
-            if name not in DRIFTED_CHILD or self._recent_drifts(slot, DRIFTED_CHILD[name], now) < FIGHT_REPAIRS - 1
+            if (name not in DRIFTED_CHILD or self._recent_drifts(slot, DRIFTED_CHILD[name], now) < FIGHT_REPAIRS - 1)
+            and not (slot.node_port is not None and name in RELEASES_NODE_PORT)
         ]
         name, _, op = self.rng.choices(ops, weights=[w for _, w, _ in ops])[0]
         if name in DRIFTED_CHILD:

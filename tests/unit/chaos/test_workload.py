@@ -1,11 +1,11 @@
-"""The churn's choice of operations: drift stays below what the operator reports as a fight with another writer."""
+"""The churn's choice of operations: drift stays below a fight with another writer; no fixed node port is released."""
 
 from __future__ import annotations
 
 import random
 from collections import Counter
 
-from chaos.workload import DRIFTED_CHILD, FIGHT_REPAIRS, FIGHT_WINDOW, Churn, Slot
+from chaos.workload import DRIFTED_CHILD, FIGHT_REPAIRS, FIGHT_WINDOW, RELEASES_NODE_PORT, Churn, Slot
 
 
 class Clock:
@@ -35,3 +35,14 @@ def test_a_child_is_drifted_at_most_fight_repairs_minus_one_times_per_window() -
 
 def test_a_missing_webserver_is_created() -> None:
     assert churn(Clock()).pick(Slot("team-a", "ws-1"))[0] == "create"
+
+
+def test_a_webserver_with_a_fixed_node_port_is_never_deleted_nor_its_service() -> None:
+    picker = churn(Clock())
+    fixed = Slot("team-a", "ws-005", node_port=30000, exists=True)
+    free = Slot("team-a", "ws-006", exists=True)
+    on_fixed = Counter(picker.pick(fixed)[0] for _ in range(3000))
+    on_free = Counter(picker.pick(free)[0] for _ in range(3000))
+    assert not RELEASES_NODE_PORT & set(on_fixed), f"a fixed node port could leak at an API server restart: {on_fixed}"
+    assert set(on_free) >= RELEASES_NODE_PORT, "the other WebServers still carry the delete and re-create races"
+    assert on_fixed["scale-spec"] > 300 and on_fixed["drift-service-selector"] == FIGHT_REPAIRS - 1
