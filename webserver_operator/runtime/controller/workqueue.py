@@ -317,6 +317,10 @@ class WorkQueue(Generic[K]):
         """The keys being processed (handed out by ``get``, no ``done`` yet) for which ``belongs(key)``."""
         return {key for key in self._processing if belongs(key)}
 
+    def pending(self, key: K) -> bool:
+        """Whether ``key`` is queued, being processed, or due again after its ``done`` (not a delayed add)."""
+        return key in self._dirty or key in self._processing
+
     def queued(self) -> frozenset[K]:
         """The keys queued and ready now (for per-shard depth gauges; a copy)."""
         return frozenset(self._queued)

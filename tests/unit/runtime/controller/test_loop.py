@@ -12,7 +12,7 @@ import pytest
 from tests.support.fake_api import status_error
 from tests.support.waiting import eventually
 from webserver_operator import metrics
-from webserver_operator.kube.errors import WritesStopped
+from webserver_operator.kube.errors import TooManyRequests, WritesStopped
 from webserver_operator.runtime.controller.loop import Controller
 from webserver_operator.runtime.controller.result import Result, TerminalError, is_terminal
 from webserver_operator.runtime.controller.workqueue import WorkQueue
@@ -434,6 +434,59 @@ async def test_a_key_refused_by_the_lease_fence_is_written_as_soon_as_a_renewal_
         await eventually(lambda: written == [A], within=1.0)
     assert queue.num_requeues(A) == 0
     assert errors("ctl-fence-closed") == 0, "a paused write is not a reconcile error"
+
+
+class Apf:
+    """An API server whose priority level is starved: while ``throttling``, every write is refused with 429."""
+
+    def __init__(self, retry_after: float) -> None:
+        self.retry_after = retry_after
+        self.throttling = True
+        self.refused = 0
+
+    def write(self, key: Key) -> Result:
+        if self.throttling:
+            self.refused += 1
+            raise TooManyRequests(
+                status=429,
+                reason="TooManyRequests",
+                message="Too many requests, please try again later.",
+                method="PATCH",
+                path=f"/apis/apps/v1/namespaces/{key[0]}/deployments/{key[1]}",
+                retry_after=self.retry_after,
+            )
+        return Result()
+
+
+async def test_keys_refused_with_429_take_no_backoff_step_and_one_probe_per_retry_after_finds_the_recovery() -> None:
+    """make chaos's apf-starvation: 410 refusals in a minute left one key about 50 s of backoff after the recovery.
+
+    Eight keys are refused for two seconds with ``Retry-After: 0.2``. Counted as failures each would be retried at its
+    backoff or the Retry-After, whichever is longer: about seven times each, 56 requests the throttled server must
+    refuse. Held, they cost one probe per Retry-After; once the server answers, all of them are written at once.
+    """
+    apf = Apf(retry_after=0.2)
+    keys = [("ns", f"k{i}") for i in range(8)]
+    written: set[Key] = set()
+
+    def behaviour(key: Key, attempt: int) -> Any:
+        result = apf.write(key)
+        written.add(key)
+        return result
+
+    rec = ScriptedReconciler(behaviour)
+    queue: WorkQueue[Key] = WorkQueue(name="ctl-apf", base_backoff=0.01, max_backoff=60.0)
+    controller = Controller("ctl-apf", rec, queue, workers=2)
+    async with running(controller):
+        for key in keys:
+            controller.enqueue(key)
+        await asyncio.sleep(2.0)
+        refused_while_throttled = apf.refused
+        apf.throttling = False
+        await eventually(lambda: written == set(keys), within=1.5, what="every held key written after the recovery")
+    assert refused_while_throttled <= len(keys) + 2.0 / 0.2 + 2, f"{refused_while_throttled} requests refused"
+    assert all(queue.num_requeues(key) == 0 for key in keys)
+    assert errors("ctl-apf") == 0, "a throttled request is not a reconcile error"
 
 
 async def test_a_paused_key_is_left_alone_once_its_shard_is_handed_over() -> None:
