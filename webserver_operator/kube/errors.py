@@ -194,7 +194,7 @@ class Unauthorized(ApiError):
 
 
 class TooManyRequests(ApiError):
-    hint = "The API server is throttling the operator (API priority and fairness); the request will be retried later."
+    hint = "The API server is throttling the operator (API priority and fairness); it asks again after Retry-After."
 
     @property
     def retriable(self) -> bool:

@@ -57,7 +57,7 @@ from webserver_operator.desired import (
     template_revision_of,
 )
 from webserver_operator.kube.client import FIELD_MANAGER
-from webserver_operator.kube.errors import ApiError, Conflict, NotFound, TransportError
+from webserver_operator.kube.errors import ApiError, Conflict, NotFound, TooManyRequests, TransportError
 from webserver_operator.reconcile.adoption import deployment_refusals, service_refusals
 from webserver_operator.reconcile.cached import WEBSERVER_SKIM
 from webserver_operator.reconcile.events import EventRecorder
@@ -230,13 +230,15 @@ class ChildSync:
                         once_key=f"{problem.reason}/{ws.generation}/{problem.message}",
                     )
             elif isinstance(outcome, ApiError | TransportError):
-                # Retried with backoff by the controller; tell the user once per distinct error, not per retry.
+                # Retried by the controller (with backoff; a 429 once the API server answers again: its message
+                # says so); tell the user once per distinct error, not per retry.
                 if not isinstance(outcome, Conflict | NotFound):
+                    retry = "" if isinstance(outcome, TooManyRequests) else " (retrying with backoff)"
                     await self._recorder.emit(
                         involved_,
                         type_="Warning",
                         reason="ReconcileError",
-                        message=f"{child.kind} {child_name(ws)}: {outcome} (retrying with backoff)",
+                        message=f"{child.kind} {child_name(ws)}: {outcome}{retry}",
                         once_key=f"error/{ws.generation}/{type(outcome).__name__}/{getattr(outcome, 'status', '')}",
                     )
                 failure = failure or outcome

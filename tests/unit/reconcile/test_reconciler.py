@@ -23,7 +23,7 @@ from webserver_operator.core.podsecurity import PodSecurityLevel
 from webserver_operator.core.resources import DEPLOYMENTS, EVENTS, NAMESPACES, PODDISRUPTIONBUDGETS, SERVICES
 from webserver_operator.core.vocabulary import KubeObject, KubeObjects, ObjectKey
 from webserver_operator.desired import child_labels, desired_deployment, selects_pre_stop_pods
-from webserver_operator.kube.errors import Conflict, ServerError
+from webserver_operator.kube.errors import Conflict, ServerError, TooManyRequests
 from webserver_operator.reconcile.events import EventRecorder
 from webserver_operator.reconcile.probes import GRACE
 from webserver_operator.reconcile.reconciler import Caches, WebServerReconciler
@@ -319,6 +319,20 @@ async def test_invalid_child_update_becomes_a_condition() -> None:
     assert "spec.replicas: Invalid value" in ready(api)["message"]
     assert result.requeue_after == 15.0
     assert rec.keys_with_problems() == [KEY]
+
+
+async def test_a_throttled_write_propagates_and_its_event_does_not_promise_a_backoff() -> None:
+    """A 429 is held by the controller until a probe gets through (runtime.controller.throttle), not backed off."""
+    api = with_world()
+    error = status_error(429, "TooManyRequests", method="POST", path=DEPLOYMENTS.path(namespace=NS))
+    api.fail("POST", "/deployments", error, times=1)
+    rec = reconciler(api)
+    with pytest.raises(TooManyRequests):
+        await rec.reconcile(KEY)
+    ((_, _, message),) = [m for m in messages(api) if m[1] == "ReconcileError"]
+    assert "throttling" in message and "backoff" not in message, message
+    await rec.reconcile(KEY)
+    assert api.get(DEP_PATH) is not None
 
 
 async def test_server_error_propagates_for_the_queue_to_back_off_and_is_reported_once() -> None:
