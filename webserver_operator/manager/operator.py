@@ -51,7 +51,7 @@ from webserver_operator.manager.shards import ShardWork, publish_one_shard, run_
 from webserver_operator.reconcile.setup import setup_webserver_controller
 from webserver_operator.runtime.controller.loop import Controller
 from webserver_operator.runtime.informers.cache import InformerCache, SharedCache
-from webserver_operator.runtime.leases.lease import Lease
+from webserver_operator.runtime.leases.lease import LEASE_CALLS, Lease
 from webserver_operator.runtime.sharding.cache import ShardedInformerCache
 from webserver_operator.runtime.sharding.membership import LeaseGroup, Membership
 from webserver_operator.runtime.sharding.shardset import ShardSet, no_shard_leases_live
@@ -203,7 +203,7 @@ class Operator:
 
         api = await client()
         watch_api = await client(watch_read_timeout=s.watch.read_timeout, pool_size=0)
-        lease_api = await client(pool_size=_LEASE_POOL_SIZE)
+        lease_api = await client(pool_size=_LEASE_POOL_SIZE, retry=LEASE_CALLS)
         log.info(
             "connected to %s; watching %s",
             api.host,

@@ -36,6 +36,11 @@ Rules, and why each exists:
   successful renew, then tries for up to ``renew_deadline`` (every ``retry_period``, each call bounded by what is
   left), and ends when that round fails. A slow API server costs pauses in writing, not the Lease; the fence keeps it
   safe meanwhile. A round whose deadline passes while the event loop is frozen fails too.
+- **Each call is tried once** (``LEASE_CALLS``, the retry policy the manager gives the Lease client): the round
+  itself tries again every ``retry_period``. A client retry honours the server's ``Retry-After``, which API Priority
+  and Fairness doubles up to 32 s while it rejects many requests, so one refused renewal slept past its round: in
+  ``make chaos``'s apf-starvation a renewal refused with ``Retry-After: 16`` and a 7 s renew deadline lost the Lease.
+  client-go's leader election has the same wait inside its REST client, bounded only by the renew deadline.
 - **Every API call has a timeout** (``asyncio.timeout``): a renewal call what is left of its round, a claim
   ``request_timeout`` (default ``renew_deadline``, so a standby can claim through the same slow API server), a release
   ``LeaseSettings.release_timeout`` in all. A hung API server cannot keep a deposed holder acting.
@@ -71,6 +76,7 @@ from webserver_operator.core.resources import LEASES
 from webserver_operator.core.settings import LeaseSettings
 from webserver_operator.core.vocabulary import ApiRequests
 from webserver_operator.kube.errors import Conflict, KubeError, NotFound
+from webserver_operator.kube.retry import RetryPolicy
 from webserver_operator.runtime.leases.fence import LeaseFence
 from webserver_operator.runtime.leases.record import (
     Sighting,
@@ -84,7 +90,11 @@ from webserver_operator.runtime.leases.record import (
 )
 from webserver_operator.runtime.leases.repeats import RepeatedFailure
 
-__all__ = ["Lease", "LeaseLost"]
+__all__ = ["LEASE_CALLS", "Lease", "LeaseLost"]
+
+#: How the client of the Lease calls tries each one: once; ``hold()`` and ``acquire()`` try again every
+#: ``retry_period`` themselves (the module docstring says why).
+LEASE_CALLS = RetryPolicy(max_retries=0)
 
 log = logging.getLogger(__name__)
 
