@@ -322,7 +322,7 @@ async def test_invalid_child_update_becomes_a_condition() -> None:
 
 
 async def test_a_throttled_write_propagates_and_its_event_does_not_promise_a_backoff() -> None:
-    """A 429 is held by the controller until a probe gets through (runtime.controller.throttle), not backed off."""
+    """A 429 is held by the controller until a probe gets through (WorkQueue.hold), not backed off."""
     api = with_world()
     error = status_error(429, "TooManyRequests", method="POST", path=DEPLOYMENTS.path(namespace=NS))
     api.fail("POST", "/deployments", error, times=1)

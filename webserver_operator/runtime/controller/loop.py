@@ -11,8 +11,8 @@ What each outcome does (controller-runtime ``reconcileHandler``, because operato
   log line with the key.
 * ``TooManyRequests`` (429, also as a ``__cause__``) -> *held*, not failed: no backoff step, counted as
   ``result="requeue"``; one key probes after each ``Retry-After`` and every held key is queued once a probe gets
-  through (``runtime.controller.throttle`` says why: the server's throttling is not the key's fault, and retrying
-  every held key only feeds it).
+  through (``WorkQueue.hold`` says why: the server's throttling is not the key's fault, and retrying every held key
+  only feeds it).
 * ``TerminalError`` (or an exception raised ``from`` one, the analogue of Go's ``errors.Is``) -> logged and counted as
   an error, backoff forgotten, *not* requeued: retrying cannot help until the object changes, and a change is an
   event that enqueues it anyway.
@@ -57,7 +57,6 @@ from webserver_operator.kube.errors import Conflict, KubeError, TooManyRequests,
 from webserver_operator.kube.gate import WriteCheck
 from webserver_operator.runtime.controller import logcontext
 from webserver_operator.runtime.controller.result import Reconciler, cause_of, is_terminal
-from webserver_operator.runtime.controller.throttle import Throttle
 from webserver_operator.runtime.controller.workqueue import WorkQueue
 
 __all__ = ["Controller"]
@@ -102,7 +101,6 @@ class Controller:
         self._stop_hooks: list[Callable[[float], Awaitable[None]]] = []
         self._gate: WriteCheck | None = None
         self._paused: dict[ObjectKey, str] = {}  # key -> the path of its refused write (``gate_writes``)
-        self._throttle: Throttle[ObjectKey] = Throttle()  # the keys the API server refused with 429
         self._m_active = metrics.ACTIVE_WORKERS.labels(controller=name)
         self._m_errors = metrics.RECONCILE_ERRORS.labels(controller=name)
         # Exported at 0 from the start, as controller-runtime does, so its panel and alert have a series to read.
@@ -145,7 +143,6 @@ class Controller:
         self.queue.discard(belongs)
         for key in [key for key in self._paused if belongs(key)]:
             del self._paused[key]
-        self._throttle.drop(belongs)
         deadline = asyncio.get_running_loop().time() + max(drain_timeout, 0.0)
         while self.queue.in_flight(belongs):
             if asyncio.get_running_loop().time() >= deadline:
@@ -186,14 +183,14 @@ class Controller:
         self._background = [asyncio.create_task(self._metrics_tick(), name=f"{self.name}-metrics")]
         if self.primary is not None and self.resync_period > 0:
             self._background.append(asyncio.create_task(self._resync_loop(), name=f"{self.name}-resync"))
-        self._background.append(asyncio.create_task(self._resume_loop(), name=f"{self.name}-resume"))
+        if self._gate is not None:
+            self._background.append(asyncio.create_task(self._resume_loop(self._gate), name=f"{self.name}-resume"))
         logger.info("controller %s started with %d worker(s)", self.name, self.workers, extra={"controller": self.name})
         try:
             await asyncio.wait(self._worker_tasks)
         finally:
             self._running = False
             self._paused.clear()  # the next start enqueues every primary object anyway
-            self._throttle.drop(lambda _key: True)
             self.queue.shutdown()
             tasks = [*self._worker_tasks, *self._background]
             for task in tasks:
@@ -270,7 +267,6 @@ class Controller:
 
     async def _process_in_context(self, key: ObjectKey) -> None:
         self._paused.pop(key, None)  # running again (an event woke it): this run decides whether it waits again
-        self._throttle.ran(key)
         started = self._clock()
         try:
             result = await self.reconciler.reconcile(key)
@@ -282,7 +278,6 @@ class Controller:
             self._m_time.observe(self._clock() - started)
         duration = self._clock() - started
         self.queue.forget(key)
-        self._let_go(self._throttle.settled(key))
         if requeue_after is not None and requeue_after > 0:
             self.queue.add_after(key, requeue_after)
             outcome = "requeue_after"
@@ -307,7 +302,6 @@ class Controller:
         if throttled is not None:
             self._hold(key, throttled, duration)
             return
-        self._let_go(self._throttle.settled(key))
         if isinstance(exc, Conflict):
             self.queue.add_rate_limited(key)
             self._m_total["requeue"].inc()
@@ -357,8 +351,8 @@ class Controller:
         )
 
     def _hold(self, key: ObjectKey, refused: TooManyRequests, duration: float) -> None:
-        """Hold ``key`` after a 429 until a probe gets past the throttling (``runtime.controller.throttle``)."""
-        starts = self._throttle.hold(key, refused.retry_after, self._clock())
+        """Hold ``key`` after a 429 until a probe gets past the throttling (``WorkQueue.hold``)."""
+        starts = self.queue.hold(key, refused.retry_after)
         self._m_total["requeue"].inc()
         log = logger.info if starts else logger.debug
         log(
@@ -368,18 +362,6 @@ class Controller:
             refused,
             extra=self._extra(key, "throttled", duration, error=str(refused)),
         )
-
-    def _let_go(self, keys: list[ObjectKey]) -> None:
-        """Queue the keys held after 429s, once a probe got past the throttling."""
-        for key in keys:
-            self.queue.add(key)
-        if keys:
-            logger.info(
-                "controller %s: the API server answered again, %d key(s) held after 429s queued",
-                self.name,
-                len(keys),
-                extra={"controller": self.name},
-            )
 
     def _resume_paused(self, gate: WriteCheck) -> int:
         """Queue the paused keys whose refused write ``gate`` lets leave now; drop those the queue no longer admits."""
@@ -412,13 +394,10 @@ class Controller:
             count = self.resync()
             logger.info("controller %s: periodic resync enqueued %d key(s)", self.name, count)
 
-    async def _resume_loop(self) -> None:
-        """Queue what waits aside: the keys the write gate paused, and the next probe of the keys held after 429s."""
+    async def _resume_loop(self, gate: WriteCheck) -> None:
         while True:
             await asyncio.sleep(_PAUSED_POLL_SECONDS)
-            if self._throttle.active and (probe := self._throttle.due(self._clock(), self.queue.pending)) is not None:
-                self.queue.add(probe)
-            if self._gate is not None and self._paused and (count := self._resume_paused(self._gate)):
+            if self._paused and (count := self._resume_paused(gate)):
                 logger.info(
                     "controller %s: writes may leave again, %d paused key(s) queued",
                     self.name,

@@ -30,6 +30,18 @@ Why these semantics: they are what makes a level-triggered controller correct wi
   after a success. controller-runtime also combines this with an overall token bucket; the API client's own rate
   limiting covers that here.
 
+* **Keys held after a 429** (``hold``): a request refused because the API server is throttling this client (API
+  Priority and Fairness, or max-in-flight) says nothing about the key, so it takes no backoff step. Counted as a
+  failure, each throttled attempt doubled the key's wait: in ``make chaos``'s apf-starvation fault (410 refusals in
+  half a minute) one key came back 50 s after the others (docs/reliability.md). Nor is each held key retried on its
+  own: while the server throttles, each retry is one more request it must refuse. Once the latest ``Retry-After`` has
+  passed, the key held longest goes back to the queue as a probe; when the probe's run ends without a new ``hold``
+  (the server answered, whatever it said) every held key is queued at normal priority; a probe held again waits
+  for its new ``Retry-After``. So a throttled client sends one probe per ``Retry-After`` on top of what events bring,
+  and its keys come back within one ``Retry-After`` of the recovery. An add of a held key (an event) queues it as
+  usual. client-go does not count 429s against the controller either: its REST client sleeps through
+  ``Retry-After`` inside the reconcile, a worker per refused request.
+
 Deviation from client-go: after ``shutdown`` ``get`` returns ``None`` at once instead of draining queued keys. The
 queue is rebuilt from the informer caches on the next start (level-triggered), so stopping quickly loses nothing.
 
@@ -45,6 +57,8 @@ import asyncio
 import collections
 import heapq
 import itertools
+import logging
+import math
 import time
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
@@ -52,11 +66,15 @@ from typing import Generic, TypeVar
 from webserver_operator import metrics
 from webserver_operator.core.backoff import BackoffPolicy
 
-__all__ = ["WorkQueue"]
+__all__ = ["DEFAULT_RETRY_AFTER", "WorkQueue"]
 
 K = TypeVar("K", bound=Hashable)
 
+logger = logging.getLogger(__name__)
+
 _URGENT, _NORMAL, _LOW = 0, 1, 2
+#: The wait when a 429 carries no ``Retry-After``: what the API server's APF and max-in-flight filters send.
+DEFAULT_RETRY_AFTER = 1.0
 _DEFAULT_BASE_BACKOFF = 0.005
 _DEFAULT_MAX_BACKOFF = 300.0
 
@@ -98,6 +116,10 @@ class WorkQueue(Generic[K]):
         self._timer: asyncio.TimerHandle | None = None
         self._timer_due: float | None = None
 
+        self._held: dict[K, None] = {}  # refused with 429, in the order they were (the longest held probes first)
+        self._probe: K | None = None  # the held key sent back to see whether the server answers again
+        self._probe_due = -math.inf  # when the next probe may go: the latest Retry-After
+
         self._getters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._shutting_down = False
         #: Which keys this queue takes (``admit``); every key unless told otherwise.
@@ -122,6 +144,7 @@ class WorkQueue(Generic[K]):
         """
         if self._shutting_down or not self.admits(key):
             return
+        self._held.pop(key, None)
         rank = _URGENT if urgent else _LOW if low_priority else _NORMAL
         if key in self._dirty:
             if rank < self._rank[key]:
@@ -189,6 +212,22 @@ class WorkQueue(Generic[K]):
         self._m_retries.inc()
         self.add_after(key, max(self.when(key), min(at_least, self._backoff.cap)))
 
+    def hold(self, key: K, retry_after: float | None) -> bool:
+        """Set ``key`` aside after a 429 (module docstring); returns True if it starts a throttled period."""
+        if self._shutting_down or not self.admits(key):
+            return False
+        starts = not self._held and self._probe is None
+        if key == self._probe:
+            self._probe = None  # refused again: the next probe waits for the new Retry-After
+        self._held[key] = None
+        self._probe_due = max(self._probe_due, self._clock() + (retry_after or DEFAULT_RETRY_AFTER))
+        self._schedule_timer()
+        return starts
+
+    def held(self) -> list[K]:
+        """The keys held after a 429, the longest held first (not the probe out now)."""
+        return list(self._held)
+
     def when(self, key: K) -> float:
         """Next backoff for ``key``, counting one more failure (client-go ``ItemExponentialFailureRateLimiter``)."""
         attempt = self._failures.get(key, 0)
@@ -212,15 +251,23 @@ class WorkQueue(Generic[K]):
                 continue  # superseded by an earlier add_after
             del self._waiting[key]
             self.add(key)
+        while self._held and self._probe is None and self._probe_due <= now and not self._shutting_down:
+            probe = next(iter(self._held))
+            del self._held[probe]
+            if self.admits(probe):
+                self._probe = probe
+                self.add(probe)
         self._schedule_timer()
 
     def _schedule_timer(self) -> None:
         while self._heap and self._waiting.get(self._heap[0][2]) != self._heap[0][0]:
             heapq.heappop(self._heap)  # drop superseded heads so the timer tracks a live entry
-        if not self._heap or self._shutting_down:
+        due = self._heap[0][0] if self._heap else math.inf
+        if self._held and self._probe is None:
+            due = min(due, self._probe_due)
+        if due == math.inf or self._shutting_down:
             self._cancel_timer()
             return
-        due = self._heap[0][0]
         if self._timer is not None and self._timer_due is not None and self._timer_due <= due:
             return
         self._cancel_timer()
@@ -251,6 +298,7 @@ class WorkQueue(Generic[K]):
                 self._queued.discard(key)
                 self._rank.pop(key, None)
                 self._waiting.pop(key, None)  # this run decides again; its heap entry is now skipped
+                self._held.pop(key, None)  # and whether it is held again
                 self._m_depth.set(len(self._queued))
                 now = self._clock()
                 self._processing.add(key)
@@ -280,6 +328,13 @@ class WorkQueue(Generic[K]):
             self._m_work_duration.observe(self._clock() - started)
         if key in self._dirty and not self._shutting_down:
             self._push(key)
+        if key == self._probe:  # its run ended without a new 429: the server answers again
+            self._probe = None
+            held, self._held = list(self._held), {}
+            for other in held:
+                self.add(other)
+            if held:
+                logger.info("work queue %s: the API server answers again, %d held key(s) queued", self.name, len(held))
 
     # -- handing keys over ---------------------------------------------------------------------------------------------
 
@@ -298,8 +353,13 @@ class WorkQueue(Generic[K]):
         with them (the next holder starts fresh). Keys being processed stay processing (see ``in_flight``) but are not
         queued again when their worker calls ``done``. Returns how many keys were forgotten.
         """
+        for key in [key for key in self._held if belongs(key)]:
+            del self._held[key]
+        if self._probe is not None and belongs(self._probe):
+            self._probe = None  # the next held key probes instead
         gone = {key for key in (*self._dirty, *self._waiting, *self._failures) if belongs(key)}
         if not gone:
+            self._schedule_timer()
             return 0
         self._queued -= gone
         self._dirty -= gone
@@ -317,10 +377,6 @@ class WorkQueue(Generic[K]):
         """The keys being processed (handed out by ``get``, no ``done`` yet) for which ``belongs(key)``."""
         return {key for key in self._processing if belongs(key)}
 
-    def pending(self, key: K) -> bool:
-        """Whether ``key`` is queued, being processed, or due again after its ``done`` (not a delayed add)."""
-        return key in self._dirty or key in self._processing
-
     def queued(self) -> frozenset[K]:
         """The keys queued and ready now (for per-shard depth gauges; a copy)."""
         return frozenset(self._queued)
@@ -333,6 +389,8 @@ class WorkQueue(Generic[K]):
         self._cancel_timer()
         self._waiting.clear()
         self._heap.clear()
+        self._held.clear()
+        self._probe = None
         while self._getters:
             waiter = self._getters.popleft()
             if not waiter.done():

@@ -7,7 +7,7 @@ import pytest
 
 from tests.support.clock import ManualClock
 from webserver_operator import metrics
-from webserver_operator.runtime.controller.workqueue import WorkQueue
+from webserver_operator.runtime.controller.workqueue import DEFAULT_RETRY_AFTER, WorkQueue
 
 pytestmark = pytest.mark.timeout(5)
 
@@ -422,3 +422,110 @@ async def test_discard_forgets_a_shards_keys_queued_delayed_and_due_again_and_ad
     assert queue.queued() == frozenset({mine})
     assert await queue.get() == mine
     assert queue.num_requeues(("b", "4")) == 0, "the backoff left with the key"
+
+
+# -- keys held after a 429 ------------------------------------------------------------------------------------------
+
+
+async def refused(q: WorkQueue[Key], key: Key, retry_after: float | None) -> bool:
+    """``key`` is handed out, its request is refused with 429, and its worker is done: what the controller does."""
+    assert await q.get() == key
+    starts = q.hold(key, retry_after)
+    q.done(key)
+    return starts
+
+
+async def test_keys_held_after_a_429_take_no_backoff_step_and_wait_for_one_probe() -> None:
+    clock = ManualClock(1000.0)
+    q: WorkQueue[Key] = WorkQueue(name="wq-hold", clock=clock)
+    q.add(A)
+    q.add(B)
+    assert await refused(q, A, 2.0), "the first refusal starts a throttled period"
+    assert not await refused(q, B, 3.0)
+    assert q.held() == [A, B] and len(q) == 0
+    assert q.num_requeues(A) == q.num_requeues(B) == 0
+    clock.advance(2.999)
+    q.flush_due()
+    assert len(q) == 0, "no probe before the latest Retry-After"
+    clock.advance(0.001)
+    q.flush_due()
+    assert q.held() == [B] and len(q) == 1, "one probe, the key held longest"
+    assert await q.get() == A
+    clock.advance(10.0)
+    q.flush_due()
+    assert len(q) == 0, "one probe at a time"
+    q.done(A)  # the probe's run ended without a 429: the server answers again
+    assert q.held() == [] and len(q) == 1
+    assert await q.get() == B
+
+
+async def test_a_probe_refused_again_waits_for_the_new_retry_after_and_the_next_key_probes() -> None:
+    clock = ManualClock(1000.0)
+    q: WorkQueue[Key] = WorkQueue(name="wq-hold-again", clock=clock)
+    q.add(A)
+    q.add(B)
+    await refused(q, A, 1.0)
+    await refused(q, B, 1.0)
+    clock.advance(1.0)
+    q.flush_due()
+    assert not await refused(q, A, 5.0)
+    assert q.held() == [B, A]
+    clock.advance(4.9)
+    q.flush_due()
+    assert len(q) == 0
+    clock.advance(0.1)
+    q.flush_due()
+    assert await q.get() == B
+
+
+async def test_a_refusal_without_retry_after_waits_the_api_servers_default() -> None:
+    clock = ManualClock(1000.0)
+    q: WorkQueue[Key] = WorkQueue(name="wq-hold-default", clock=clock)
+    q.add(A)
+    await refused(q, A, None)
+    clock.advance(DEFAULT_RETRY_AFTER - 0.01)
+    q.flush_due()
+    assert len(q) == 0
+    clock.advance(0.01)
+    q.flush_due()
+    assert len(q) == 1
+
+
+async def test_an_event_for_a_held_key_queues_it_and_a_handed_over_probe_is_replaced() -> None:
+    clock = ManualClock(1000.0)
+    q: WorkQueue[Key] = WorkQueue(name="wq-hold-event", clock=clock)
+    for key in (A, B):
+        q.add(key)
+        await refused(q, key, 1.0)
+    q.add(B)  # the user changed it: it runs now, and is held again only if refused again
+    assert q.held() == [A] and len(q) == 1
+    assert await q.get() == B
+    q.done(B)
+    assert q.held() == [A], "only the probe's outcome tells whether the throttling ended"
+    clock.advance(1.0)
+    q.flush_due()
+    assert await q.get() == A  # the probe
+    q.admit(lambda key: key != A)
+    q.discard(lambda key: key == A)  # its shard was handed over mid-run
+    q.done(A)
+    assert q.held() == []
+
+
+async def test_a_held_key_of_a_shard_handed_over_is_dropped() -> None:
+    clock = ManualClock(1000.0)
+    q: WorkQueue[Key] = WorkQueue(name="wq-hold-handover", clock=clock)
+    for key in (A, B):
+        q.add(key)
+        await refused(q, key, 1.0)
+    q.admit(lambda key: key != A)
+    assert q.discard(lambda key: key == A) == 0
+    clock.advance(1.0)
+    q.flush_due()
+    assert q.held() == [] and await q.get() == B, "B probes; A is not reconciled here any more"
+
+
+async def test_the_probe_goes_on_the_queues_own_timer() -> None:
+    q: WorkQueue[Key] = WorkQueue(name="wq-hold-timer")
+    q.add(A)
+    await refused(q, A, 0.05)
+    assert await asyncio.wait_for(q.get(), 1.0) == A
