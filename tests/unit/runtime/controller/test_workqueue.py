@@ -491,32 +491,42 @@ async def test_a_refusal_without_retry_after_waits_the_api_servers_default() -> 
     assert len(q) == 1
 
 
-async def test_an_event_for_a_held_key_queues_it_and_a_handed_over_probe_is_replaced() -> None:
-    clock = ManualClock(1000.0)
-    q: WorkQueue[Key] = WorkQueue(name="wq-hold-event", clock=clock)
-    for key in (A, B):
+async def held_queue(name: str, clock: ManualClock, *keys: Key) -> WorkQueue[Key]:
+    """A queue whose ``keys`` were each refused with ``Retry-After: 1``."""
+    q: WorkQueue[Key] = WorkQueue(name=name, clock=clock)
+    for key in keys:
         q.add(key)
         await refused(q, key, 1.0)
+    return q
+
+
+async def test_an_event_for_a_held_key_queues_it() -> None:
+    clock = ManualClock(1000.0)
+    q = await held_queue("wq-hold-event", clock, A, B)
     q.add(B)  # the user changed it: it runs now, and is held again only if refused again
     assert q.held() == [A] and len(q) == 1
     assert await q.get() == B
     q.done(B)
     assert q.held() == [A], "only the probe's outcome tells whether the throttling ended"
+
+
+async def test_a_probe_handed_over_mid_run_is_replaced_by_the_next_held_key() -> None:
+    clock = ManualClock(1000.0)
+    q = await held_queue("wq-hold-probe-handover", clock, A, B)
     clock.advance(1.0)
     q.flush_due()
     assert await q.get() == A  # the probe
     q.admit(lambda key: key != A)
-    q.discard(lambda key: key == A)  # its shard was handed over mid-run
+    q.discard(lambda key: key == A)  # its shard was handed over while it ran
     q.done(A)
-    assert q.held() == []
+    assert q.held() == [B], "a probe that is no longer ours tells nothing"
+    q.flush_due()
+    assert await q.get() == B
 
 
 async def test_a_held_key_of_a_shard_handed_over_is_dropped() -> None:
     clock = ManualClock(1000.0)
-    q: WorkQueue[Key] = WorkQueue(name="wq-hold-handover", clock=clock)
-    for key in (A, B):
-        q.add(key)
-        await refused(q, key, 1.0)
+    q = await held_queue("wq-hold-handover", clock, A, B)
     q.admit(lambda key: key != A)
     assert q.discard(lambda key: key == A) == 0
     clock.advance(1.0)
